@@ -1,0 +1,139 @@
+"""The ``mcplab`` command: a thin layer where every command is one library call.
+
+Exit codes: 0 success, 1 a check failed (a transcript case, a gate), 2 bad input (usage,
+a malformed file, an unknown case name): one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .cases import CASES
+from .errors import MCPLabError
+from .transcript import load_transcript, load_transcripts, run_transcript
+
+__all__ = ["main", "build_parser"]
+
+
+class UsageError(MCPLabError):
+    """Bad command-line input (exit 2)."""
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _selected(args: argparse.Namespace) -> list:
+    if args.file:
+        return [load_transcript(path) for path in args.file]
+    transcripts = load_transcripts(args.dir)
+    if args.case:
+        unknown = [name for name in args.case if name not in {t.name for t in transcripts}]
+        if unknown:
+            hint = "a known case without a transcript" if unknown[0] in CASES else "not a case name"
+            raise UsageError(f"no transcript named {unknown[0]!r} ({hint}); see 'mcplab transcripts list'")
+        transcripts = [t for t in transcripts if t.name in args.case]
+    return transcripts
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    transcripts = _selected(args)
+    if args.json:
+        _print_json([
+            {"name": t.name, "variant": t.variant, "class": t.cls, "era": t.era,
+             "boundary": (t.expect or {}).get("boundary"), "code": (t.expect or {}).get("code"),
+             "description": t.description}
+            for t in transcripts
+        ])
+        return 0
+    rows = [[t.key, t.cls, t.era, (t.expect or {}).get("boundary") or "-", str((t.expect or {}).get("code") or "-"), t.description]
+            for t in transcripts]
+    print(_table(rows, ["CASE", "CLASS", "ERA", "BOUNDARY", "CODE", "DESCRIPTION"]))
+    print(f"{len(transcripts)} transcripts")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    results = [run_transcript(t) for t in _selected(args)]
+    failed = [r for r in results if not r.passed]
+    if args.json:
+        _print_json({
+            "passed": len(results) - len(failed),
+            "failed": len(failed),
+            "total": len(results),
+            "results": [r.to_dict() for r in results],
+        })
+    else:
+        rows = [["PASS" if r.passed else "FAIL", f"{r.name}.{r.variant}" if r.variant else r.name, r.era,
+                 r.boundary or "-", r.detail] for r in results]
+        print(_table(rows, ["RESULT", "CASE", "ERA", "BOUNDARY", "DETAIL"]))
+        print(f"transcripts: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    _print_json(run_demo(fixed_proxy=args.fixed_proxy, allow_drops=args.allow_drop, evidence_path=args.evidence))
+    return 0
+
+
+def _cmd_cases(args: argparse.Namespace) -> int:
+    cases = [{"name": c.name, "boundary": c.boundary, "code": c.code, "summary": c.summary} for c in CASES.values()]
+    if args.json:
+        _print_json(cases)
+    else:
+        print(_table([[c["name"], c["boundary"] or "-", str(c["code"] or "-"), c["summary"]] for c in cases],
+                     ["CASE", "BOUNDARY", "CODE", "SUMMARY"]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="run the seed demo: transcripts, real SDK diff, proxy evidence, release gate")
+    demo.add_argument("--fixed-proxy", action="store_true", help="the proxy keeps the origin status and body")
+    demo.add_argument("--allow-drop", action="append", default=[], metavar="FIELD",
+                      help="the release policy lets this component ignore FIELD (repeatable), e.g. futureHint")
+    demo.add_argument("--evidence", metavar="PATH", help="also write the redacted evidence bundle as JSON to PATH")
+    demo.set_defaults(func=_cmd_demo)
+
+    transcripts = sub.add_parser("transcripts", help="list or run the golden and negative wire transcripts")
+    tsub = transcripts.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, func, text in (("list", _cmd_list, "list the transcript cases"), ("run", _cmd_run, "judge transcripts (exit 1 if any fails)")):
+        p = tsub.add_parser(name, help=text)
+        p.add_argument("--case", action="append", metavar="NAME", help="only this case (repeatable; all its variants)")
+        p.add_argument("--file", action="append", metavar="PATH", help="a transcript file instead of the shipped suite (repeatable)")
+        p.add_argument("--dir", metavar="DIR", help="a directory of transcript files instead of the shipped suite")
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.set_defaults(func=func)
+
+    cases = sub.add_parser("cases", help="the case vocabulary: one invariant, one name, everywhere")
+    cases.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    cases.set_defaults(func=_cmd_cases)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except MCPLabError as exc:
+        print(f"mcplab: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,131 @@
+"""The seed's demo, on real parts: the shipped transcript suite, the installed ``mcp`` SDK,
+proxy captures built from recorded transcripts, a health window and signed rollback evidence.
+
+Deterministic by construction (no clock, no randomness), so ``evidenceDigest`` is the same on
+every run and machine with the same suite and SDK version. The HMAC key below is a DEMO key
+for a demo release controller; real deployments load their trusted signers from a secret store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .evidence import evidence_digest, write_evidence
+from .proxy_evidence import inspect_proxy, proxy_findings
+from .release import ReleaseGate, ReleasePolicy, evaluate_health, sign_rollback_evidence
+from .sdkview import compare_sdk_view, sdk_identity, sdk_observe
+from .transcript import Transcript, load_transcripts, run_transcript
+
+__all__ = ["run_demo", "demo_evidence", "DEMO_SIGNER"]
+
+DEMO_SIGNER = "release-controller@mcplab-demo"
+_DEMO_KEY = b"mcplab demo release-controller key (not a secret; demo only)"
+_PREVIOUS_VERSION = "1.4.2"
+
+
+def _find(transcripts: list[Transcript], name: str) -> Transcript:
+    for t in transcripts:
+        if t.name == name:
+            return t
+    raise LookupError(f"the transcript suite has no {name!r} case")
+
+
+def _proxy_captures(t: Transcript, fixed: bool) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Ingress/origin/egress for the header-mismatch request crossing a proxy."""
+    ex = t.exchanges[0]
+    ingress = {"headers": ex.request_headers, "body": ex.request}
+    origin = {"status": ex.response_status, "headers": ex.response_headers, "body": ex.response_body, "request": ingress}
+    if fixed:
+        egress = dict(origin)
+        egress.pop("request")
+    else:  # the broken proxy: any upstream 4xx becomes a generic 500 with its own JSON-RPC body
+        egress = {
+            "status": 500,
+            "headers": ex.response_headers,
+            "body": {"jsonrpc": "2.0", "id": ex.request.get("id"), "error": {"code": -32603, "message": "Internal error"}},
+        }
+    return ingress, origin, egress
+
+
+def _health_samples() -> list[dict[str, Any]]:
+    # A deterministic 10-minute canary window: 600 samples, a gentle latency wave, no errors.
+    return [
+        {"t": float(i), "latencyMs": 40.0 + (i * 37 % 23), "error": False, "saturation": 0.35 + (i % 10) / 100}
+        for i in range(600)
+    ]
+
+
+def _rollback_evidence(results: list[dict[str, Any]], health: dict[str, Any]) -> dict[str, Any]:
+    passed = sum(1 for r in results if r["passed"])
+    acceptance = {"transcriptsPassed": passed, "transcriptsTotal": len(results), "digest": evidence_digest(results)}
+    evidence = {
+        "version": _PREVIOUS_VERSION,
+        "acceptanceEvidence": acceptance,
+        "artifactSha256": hashlib.sha256(f"mcplab-demo-server-{_PREVIOUS_VERSION}.whl".encode()).hexdigest(),
+        "descriptorSha256": hashlib.sha256(f"mcplab-demo-server-{_PREVIOUS_VERSION}/tools.json".encode()).hexdigest(),
+        "acceptanceSha256": acceptance["digest"],
+        "registryState": "active",
+        "health": {"healthy": health["healthy"] is True, "metrics": health["metrics"]},
+        "routeRestoration": [
+            f"pin the gateway route 'mcp-demo' to version {_PREVIOUS_VERSION}",
+            "drain candidate connections for 30 s",
+            "re-run the transcript suite against the restored route",
+        ],
+    }
+    return sign_rollback_evidence(evidence, DEMO_SIGNER, _DEMO_KEY)
+
+
+def demo_evidence(fixed_proxy: bool = False, allow_drops: Iterable[str] = ()) -> dict[str, Any]:
+    """Run every step of the demo and return the full (unredacted-in-memory) evidence bundle."""
+    allow = sorted(set(allow_drops))
+    transcripts = load_transcripts()
+    results = [run_transcript(t).to_dict() for t in transcripts]
+
+    additive = _find(transcripts, "golden-additive-field")
+    raw = additive.exchanges[0].response_body["result"]
+    observation = sdk_observe(raw, additive.exchanges[0].request["method"], additive.era)
+    if observation["view"] is None:
+        raise RuntimeError(f"the installed SDK refused a golden result: {observation['exception']}")
+    diff = compare_sdk_view(raw, observation["view"], allowed_drops=allow)
+
+    ingress, origin, egress = _proxy_captures(_find(transcripts, "negative-header-body-mismatch"), fixed_proxy)
+    findings = proxy_findings(ingress, origin, egress)
+
+    health = evaluate_health(_health_samples())
+    rollback = _rollback_evidence(results, health)
+    gate = ReleaseGate(ReleasePolicy(allowed_drops=tuple(allow), trusted_signers={DEMO_SIGNER: _DEMO_KEY}))
+    decision = gate.evaluate(
+        transcripts=results,
+        sdk_diffs=[diff],
+        proxy_reports=[{"issues": inspect_proxy(ingress, origin, egress), "findings": findings}],
+        health=health,
+        rollback=rollback,
+    )
+    return {
+        "transcripts": results,
+        "sdk": {**sdk_identity(), "raw": raw, "observation": observation, "diff": diff},
+        "proxy": {"ingress": ingress, "origin": origin, "egress": egress, "findings": findings},
+        "health": health,
+        "rollback": rollback,
+        "decision": decision,
+        "options": {"fixedProxy": fixed_proxy, "allowDrops": allow},
+    }
+
+
+def run_demo(fixed_proxy: bool = False, allow_drops: Iterable[str] = (), evidence_path: str | Path | None = None) -> dict[str, Any]:
+    """The seed demo's summary; ``evidence_path`` also writes the redacted evidence bundle."""
+    evidence = demo_evidence(fixed_proxy, allow_drops)
+    if evidence_path is not None:
+        write_evidence(evidence_path, evidence)
+    results = evidence["transcripts"]
+    return {
+        "transcriptsPassed": sum(1 for r in results if r["passed"]),
+        "transcriptsTotal": len(results),
+        "sdkDroppedFields": evidence["sdk"]["diff"]["dropped"],
+        "proxyIssues": [f["message"] for f in evidence["proxy"]["findings"]],
+        "releaseAction": evidence["decision"]["action"],
+        "evidenceDigest": evidence_digest(evidence),
+    }

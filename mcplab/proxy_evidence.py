@@ -1,0 +1,111 @@
+"""Proxy evidence: compare what the client sent (ingress), what the origin answered, and
+what the proxy passed on (egress).
+
+Each hop is a dict: ingress ``{"headers", "body"}``; origin ``{"status", "headers", "body",
+"request"?: {"headers", "body"}}`` (``request`` = what the origin received, when captured);
+egress ``{"status", "headers", "body"}``. Bodies are parsed objects, raw bytes/str or ``None``.
+Findings carry a stable case name and a fixed message; ``inspect_proxy`` returns the messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .headers import normalize_headers
+from .responses import same_json_value
+
+__all__ = ["inspect_proxy", "proxy_findings", "PROXY_ISSUES"]
+
+#: Case name -> the fixed issue message reported for it.
+PROXY_ISSUES: dict[str, str] = {
+    "negative-proxy-collapsed-error": "proxy collapsed a protocol error into HTTP 500",
+    "negative-proxy-changed-body": "proxy changed the origin JSON-RPC body",
+    "negative-proxy-changed-status": "proxy changed the origin HTTP status",
+    "negative-proxy-content-type": "proxy changed the response content type",
+    "negative-proxy-request-changed": "proxy changed the client request on its way to the origin",
+}
+
+_NOTHING = object()
+
+
+def _parsed(body: Any) -> Any:
+    """The JSON value of a body, the raw text/bytes when it is not JSON, ``None`` when empty."""
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body).decode("utf-8", errors="replace")
+    if isinstance(body, str):
+        if not body.strip():
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return _Raw(body)
+    return body
+
+
+class _Raw(str):
+    """A body that is not JSON (compared as text, never equal to a JSON value)."""
+
+
+def _same_body(a: Any, b: Any) -> bool:
+    pa, pb = _parsed(a), _parsed(b)
+    if isinstance(pa, _Raw) or isinstance(pb, _Raw):
+        return isinstance(pa, _Raw) and isinstance(pb, _Raw) and str(pa) == str(pb)
+    return same_json_value(pa, pb)
+
+
+def _is_jsonrpc_error(body: Any) -> bool:
+    parsed = _parsed(body)
+    return isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)
+
+
+def _media_type(hop: Mapping[str, Any]) -> str | None:
+    values = normalize_headers(hop.get("headers")).get("content-type")
+    return values[0].split(";", 1)[0].strip().lower() if values else None
+
+
+def _header(hop: Mapping[str, Any], name: str) -> str | None:
+    values = normalize_headers(hop.get("headers")).get(name)
+    return values[0] if values else None
+
+
+def proxy_findings(ingress: Mapping[str, Any], origin: Mapping[str, Any], egress: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every proxy fault visible in the three captures, as ``{"case", "message", "detail"}``."""
+    findings: list[dict[str, str]] = []
+
+    def add(case: str, detail: str) -> None:
+        findings.append({"case": case, "message": PROXY_ISSUES[case], "detail": detail})
+
+    origin_status, egress_status = origin.get("status"), egress.get("status")
+    collapsed = (
+        isinstance(origin_status, int)
+        and 400 <= origin_status < 500
+        and _is_jsonrpc_error(origin.get("body"))
+        and isinstance(egress_status, int)
+        and egress_status >= 500
+    )
+    if collapsed:
+        add("negative-proxy-collapsed-error", f"origin HTTP {origin_status} JSON-RPC error became HTTP {egress_status}")
+    elif origin_status != egress_status:
+        add("negative-proxy-changed-status", f"origin HTTP {origin_status}, egress HTTP {egress_status}")
+    if not _same_body(origin.get("body"), egress.get("body")):
+        add("negative-proxy-changed-body", "the egress body differs from the body the origin sent")
+    if _media_type(origin) != _media_type(egress):
+        add("negative-proxy-content-type", f"origin {_media_type(origin)!r}, egress {_media_type(egress)!r}")
+    seen = origin.get("request")
+    if isinstance(seen, Mapping):
+        changed = []
+        if not _same_body(ingress.get("body"), seen.get("body")):
+            changed.append("body")
+        for name in ("accept", "content-type", "mcp-protocol-version", "mcp-method", "mcp-name"):
+            if _header(ingress, name) != _header(seen, name):
+                changed.append(name)
+        if changed:
+            add("negative-proxy-request-changed", "changed on the way in: " + ", ".join(changed))
+    return findings
+
+
+def inspect_proxy(ingress: Mapping[str, Any], origin: Mapping[str, Any], egress: Mapping[str, Any]) -> list[str]:
+    """The issue messages for ``proxy_findings`` (empty list: the proxy was faithful)."""
+    return [finding["message"] for finding in proxy_findings(ingress, origin, egress)]

@@ -1,0 +1,184 @@
+"""Redact secrets from evidence before it is serialised, hashed, logged or uploaded.
+
+Design: key names are *folded* (lowercase, every non-alphanumeric dropped) so camelCase, kebab,
+snake, dotted and spaced spellings meet one deny-list of suffixes; one traversal both builds the
+redacted copy and records the JSONPath-like path of every replaced value, so a review can see
+WHICH field was redacted without seeing its value. The rules are data, versioned below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, unquote_plus
+
+__all__ = [
+    "REDACTED",
+    "REDACTION_RULES_VERSION",
+    "SECRET_KEY_FAMILIES",
+    "SECRET_KEY_SUFFIXES",
+    "NON_SECRET_KEYS",
+    "fold_key",
+    "is_secret_key",
+    "redact",
+    "redaction_paths",
+]
+
+#: Bump whenever a table below changes: evidence digests made under other rules differ.
+REDACTION_RULES_VERSION = 1
+
+#: What replaces a secret value (in URLs it is percent-encoded, see ``redact``).
+REDACTED = "[REDACTED]"
+
+#: The secret key families the mission names, in folded form (documentation and tests).
+SECRET_KEY_FAMILIES: tuple[str, ...] = (
+    "authorization",
+    "cookie",
+    "setcookie",
+    "xapikey",
+    "accesstoken",
+    "clientsecret",
+    "registrationaccesstoken",
+    "token",
+    "password",
+    "secret",
+    "apikey",
+)
+
+#: A folded key is secret when it ENDS WITH one of these: this covers every family above plus
+#: prefixed spellings (``Proxy-Authorization``, ``github_token``, ``refresh_token``). Plurals of
+#: cookie/secret/password/apikey are included; ``tokens`` is deliberately NOT, because MCP and
+#: model APIs use ``maxTokens``/``inputTokens`` for counts.
+SECRET_KEY_SUFFIXES: tuple[str, ...] = (
+    "authorization",
+    "cookie",
+    "cookies",
+    "apikey",
+    "apikeys",
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwords",
+)
+
+#: Folded protocol keys that merely end in a secret suffix and carry no secret:
+#: ``progresstoken`` is MCP's ``_meta.progressToken``, an opaque id the peer echoes back in
+#: progress notifications (redacting it would hide which request a notification belongs to).
+NON_SECRET_KEYS: frozenset[str] = frozenset({"progresstoken"})
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL_PREFIXES = ("http://", "https://")
+#: ``REDACTED`` as it appears inside a URL query or fragment: percent-encoded so the URL stays
+#: valid (RFC 3986 does not allow raw brackets there); decoding it gives back ``REDACTED``.
+_REDACTED_IN_URL = quote(REDACTED, safe="")
+
+
+def fold_key(name: str) -> str:
+    """Fold a key name: lowercase and drop every non-alphanumeric character.
+
+    ``"X-Api-Key"``, ``"x_api_key"``, ``"xApiKey"``, ``"x.api.key"`` and ``"X API KEY"`` all
+    fold to ``"xapikey"``.
+    """
+    return _NON_ALNUM.sub("", str(name).lower())
+
+
+def is_secret_key(name: object) -> bool:
+    """True when ``name`` is a string whose folded form ends with a secret suffix.
+
+    Keys in :data:`NON_SECRET_KEYS` (``progressToken``) and non-string keys are not secret.
+    """
+    if not isinstance(name, str):
+        return False
+    folded = fold_key(name)
+    if folded in NON_SECRET_KEYS:
+        return False
+    return folded.endswith(SECRET_KEY_SUFFIXES)
+
+
+def redact(obj: Any) -> Any:
+    """Return a redacted deep copy of ``obj``; the input is never mutated.
+
+    - a dict value under a secret key becomes :data:`REDACTED`, whatever its type;
+    - dicts, lists and tuples are walked recursively (tuples come back as lists);
+    - inside a list, a header pair ``[name, value]`` (list or tuple of exactly two items, first a
+      secret key name) gets the value replaced; so does a HAR-style header object
+      ``{"name": <secret key name>, "value": ...}`` wherever it appears;
+    - an ``http(s)`` URL string has the values of secret-named query (and fragment) parameters
+      replaced by ``%5BREDACTED%5D``, the percent-encoded :data:`REDACTED`; the rest of the URL
+      is kept byte for byte;
+    - bytes and other scalars are returned as they are.
+
+    Idempotent: ``redact(redact(x)) == redact(x)``.
+    """
+    return _walk(obj, "$", [], in_list=False)
+
+
+def redaction_paths(obj: Any) -> list[str]:
+    """JSONPath-like paths of every value :func:`redact` replaces, in traversal order.
+
+    Examples: ``$.headers.Authorization``, ``$.headers['X-Api-Key']``,
+    ``$.requestHeaders[0][1]``, ``$.body.params.clientSecret``, ``$.url?token`` (a URL query
+    parameter), ``$.url#access_token`` (a URL fragment parameter). Already redacted values are
+    reported too, so ``redaction_paths(redact(x)) == redaction_paths(x)``.
+    """
+    paths: list[str] = []
+    _walk(obj, "$", paths, in_list=False)
+    return paths
+
+
+def _key_path(parent: str, key: object) -> str:
+    text = str(key)
+    if _IDENTIFIER.match(text):
+        return f"{parent}.{text}"
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'")
+    return f"{parent}['{escaped}']"
+
+
+def _walk(obj: Any, path: str, paths: list[str], *, in_list: bool) -> Any:
+    """The one traversal behind :func:`redact` and :func:`redaction_paths`."""
+    if isinstance(obj, Mapping):
+        har_header = _is_har_header(obj)
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            child = _key_path(path, key)
+            if is_secret_key(key) or (har_header and key == "value"):
+                paths.append(child)
+                out[key] = REDACTED
+            else:
+                out[key] = _walk(value, child, paths, in_list=False)
+        return out
+    if isinstance(obj, (list, tuple)):
+        if in_list and len(obj) == 2 and is_secret_key(obj[0]):
+            paths.append(f"{path}[1]")
+            return [obj[0], REDACTED]
+        return [_walk(item, f"{path}[{i}]", paths, in_list=True) for i, item in enumerate(obj)]
+    if isinstance(obj, str) and obj[:8].lower().startswith(_URL_PREFIXES):
+        return _redact_url(obj, path, paths)
+    return obj
+
+
+def _is_har_header(obj: Mapping[Any, Any]) -> bool:
+    return "name" in obj and "value" in obj and is_secret_key(obj["name"])
+
+
+def _redact_url(url: str, path: str, paths: list[str]) -> str:
+    before_fragment, hash_sign, fragment = url.partition("#")
+    base, question, query = before_fragment.partition("?")
+    if question:
+        query = _redact_params(query, f"{path}?", paths)
+    if hash_sign:
+        fragment = _redact_params(fragment, f"{path}#", paths)
+    return f"{base}{question}{query}{hash_sign}{fragment}"
+
+
+def _redact_params(params: str, prefix: str, paths: list[str]) -> str:
+    parts = params.split("&")
+    for i, part in enumerate(parts):
+        name, equals, _value = part.partition("=")
+        if equals and is_secret_key(unquote_plus(name)):
+            paths.append(prefix + unquote_plus(name))
+            parts[i] = f"{name}={_REDACTED_IN_URL}"
+    return "&".join(parts)

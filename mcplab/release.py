@@ -1,0 +1,531 @@
+"""The release gate: protocol conformance is necessary, not sufficient.
+
+Design: a candidate is promoted only when transcript, SDK-diff, proxy and health evidence all
+pass AND a signed rollback target is proven first; a failing candidate rolls back only to a
+proven target, otherwise traffic halts. Readiness is the boolean ``True``, never truthiness.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import EvidenceError
+from .evidence import canonical_json
+from .redaction import redact
+
+__all__ = [
+    "HealthPolicy",
+    "evaluate_health",
+    "ROLLBACK_PIN_FIELDS",
+    "CERTIFICATE_ALGORITHM",
+    "sign_rollback_evidence",
+    "rollback_evidence_problems",
+    "rollback_evidence_ready",
+    "ReleasePolicy",
+    "ReleaseGate",
+]
+
+# --------------------------------------------------------------------------- health window
+
+
+@dataclass(frozen=True)
+class HealthPolicy:
+    """Thresholds of a health window.
+
+    ``min_samples``: fewest samples that count as evidence. ``max_error_rate``: highest error
+    fraction. ``latency_percentile`` / ``max_latency_ms``: the nearest-rank percentile of
+    latency and its ceiling. ``max_saturation``: highest resource saturation (0..1) seen in any
+    sample. ``min_duration_s``: shortest observed span (last ``t`` minus first ``t``).
+    ``max_regression_ratio``: highest allowed latency relative to an accepted baseline.
+    """
+
+    min_samples: int = 20
+    max_error_rate: float = 0.01
+    latency_percentile: float = 99.0
+    max_latency_ms: float = 500.0
+    max_saturation: float = 0.8
+    min_duration_s: float = 60.0
+    max_regression_ratio: float = 1.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.latency_percentile <= 100.0:
+            raise ValueError("latency_percentile must be in (0, 100]")
+        for name in ("min_samples", "max_error_rate", "max_latency_ms", "max_saturation",
+                     "min_duration_s", "max_regression_ratio"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as a JSON dict with camelCase keys."""
+        return {
+            "minSamples": self.min_samples,
+            "maxErrorRate": self.max_error_rate,
+            "latencyPercentile": self.latency_percentile,
+            "maxLatencyMs": self.max_latency_ms,
+            "maxSaturation": self.max_saturation,
+            "minDurationS": self.min_duration_s,
+            "maxRegressionRatio": self.max_regression_ratio,
+        }
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    )
+
+
+def _number(sample: Mapping[str, Any], index: int, key: str) -> float:
+    """The finite number ``sample[key]``, or EvidenceError naming the sample index and field."""
+    if key not in sample:
+        raise EvidenceError(f"health sample {index}: field {key!r} is missing")
+    if not _finite(sample[key]):
+        raise EvidenceError(
+            f"health sample {index}: field {key!r} must be a finite number, got {sample[key]!r}"
+        )
+    return float(sample[key])
+
+
+def _nearest_rank(values: list[float], percentile: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least ``percentile``% of values at or below it.
+
+    Rank ``ceil(p / 100 * n)`` (at least 1) in the ascending list; always an observed value.
+    """
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percentile / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def evaluate_health(
+    samples: Sequence[Mapping[str, Any]],
+    policy: HealthPolicy = HealthPolicy(),
+    baseline: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Judge a health window.
+
+    ``samples`` are dicts ``{"t": seconds since window start, "latencyMs": float,
+    "error": bool, "saturation": 0..1 (optional)}``. The latency percentile uses the
+    nearest-rank method (see :func:`_nearest_rank`). ``baseline`` is an accepted earlier
+    ``metrics`` dict (or a whole earlier result): the window regresses when its latency exceeds
+    ``baseline latencyMs * max_regression_ratio`` or its error rate exceeds
+    ``baseline errorRate + max_error_rate``.
+
+    Returns ``{"healthy", "reasons", "metrics", "policy", "baseline"}``; ``healthy`` is the
+    boolean ``True`` only when no reason was found. Malformed samples or baseline raise
+    :class:`~mcplab.errors.EvidenceError` naming the index and field.
+    """
+    if isinstance(samples, (str, bytes, Mapping)) or not isinstance(samples, Sequence):
+        raise EvidenceError(f"health samples must be a list of objects, got {type(samples).__name__}")
+    times: list[float] = []
+    latencies: list[float] = []
+    errors = 0
+    saturations: list[float] = []
+    for index, sample in enumerate(samples):
+        if not isinstance(sample, Mapping):
+            raise EvidenceError(f"health sample {index}: must be an object, got {type(sample).__name__}")
+        times.append(_number(sample, index, "t"))
+        latency = _number(sample, index, "latencyMs")
+        if latency < 0:
+            raise EvidenceError(f"health sample {index}: field 'latencyMs' must not be negative")
+        latencies.append(latency)
+        if "error" not in sample:
+            raise EvidenceError(f"health sample {index}: field 'error' is missing")
+        if not isinstance(sample["error"], bool):
+            raise EvidenceError(
+                f"health sample {index}: field 'error' must be a boolean, got {sample['error']!r}"
+            )
+        errors += sample["error"]
+        if sample.get("saturation") is not None:  # optional: absent or null
+            saturation = _number(sample, index, "saturation")
+            if not 0.0 <= saturation <= 1.0:
+                raise EvidenceError(f"health sample {index}: field 'saturation' must be within 0..1")
+            saturations.append(saturation)
+
+    n = len(latencies)
+    metrics: dict[str, Any] = {
+        "samples": n,
+        "errorRate": errors / n if n else None,
+        "latencyPercentile": policy.latency_percentile,
+        "latencyMs": _nearest_rank(latencies, policy.latency_percentile) if n else None,
+        "durationS": max(times) - min(times) if n else 0.0,
+        "maxSaturation": max(saturations) if saturations else None,
+    }
+    reasons = _health_reasons(metrics, policy)
+    base = _baseline_metrics(baseline, policy) if baseline is not None else None
+    if base is not None and n:
+        p = _pct(policy.latency_percentile)
+        limit = base["latencyMs"] * policy.max_regression_ratio
+        if metrics["latencyMs"] > limit:
+            reasons.append(
+                f"{p} latency {metrics['latencyMs']:g} ms regressed above baseline "
+                f"{base['latencyMs']:g} ms x {policy.max_regression_ratio:g} = {limit:g} ms"
+            )
+        limit = base["errorRate"] + policy.max_error_rate
+        if metrics["errorRate"] > limit:
+            reasons.append(
+                f"error rate {metrics['errorRate']:g} regressed above baseline "
+                f"{base['errorRate']:g} + {policy.max_error_rate:g} = {limit:g}"
+            )
+    return {
+        "healthy": not reasons,
+        "reasons": reasons,
+        "metrics": metrics,
+        "policy": policy.to_dict(),
+        "baseline": base,
+    }
+
+
+def _pct(percentile: float) -> str:
+    return f"p{percentile:g}"
+
+
+def _health_reasons(metrics: Mapping[str, Any], policy: HealthPolicy) -> list[str]:
+    reasons: list[str] = []
+    n = metrics["samples"]
+    if n == 0:
+        reasons.append("no health samples: a window never observed cannot be healthy")
+    elif n < policy.min_samples:
+        reasons.append(f"only {n} health samples, fewer than the minimum {policy.min_samples}")
+    if n and metrics["errorRate"] > policy.max_error_rate:
+        reasons.append(f"error rate {metrics['errorRate']:g} above maximum {policy.max_error_rate:g}")
+    if n and metrics["latencyMs"] > policy.max_latency_ms:
+        reasons.append(
+            f"{_pct(policy.latency_percentile)} latency {metrics['latencyMs']:g} ms above maximum "
+            f"{policy.max_latency_ms:g} ms"
+        )
+    if metrics["maxSaturation"] is not None and metrics["maxSaturation"] > policy.max_saturation:
+        reasons.append(
+            f"saturation {metrics['maxSaturation']:g} above maximum {policy.max_saturation:g}"
+        )
+    if metrics["durationS"] < policy.min_duration_s:
+        reasons.append(
+            f"observed duration {metrics['durationS']:g} s below minimum {policy.min_duration_s:g} s"
+        )
+    return reasons
+
+
+def _baseline_metrics(baseline: Mapping[str, Any], policy: HealthPolicy) -> dict[str, float]:
+    if not isinstance(baseline, Mapping):
+        raise EvidenceError(f"health baseline must be a metrics object, got {type(baseline).__name__}")
+    if isinstance(baseline.get("metrics"), Mapping):
+        baseline = baseline["metrics"]
+    out: dict[str, float] = {}
+    for key in ("latencyMs", "errorRate"):
+        value = baseline.get(key)
+        if not _finite(value):
+            raise EvidenceError(f"health baseline: field {key!r} must be a finite number, got {value!r}")
+        out[key] = float(value)
+    percentile = baseline.get("latencyPercentile")
+    if percentile is not None and percentile != policy.latency_percentile:
+        raise EvidenceError(
+            f"health baseline: latencyPercentile {percentile!r} is not comparable with the "
+            f"policy's {policy.latency_percentile!r}"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- rollback evidence
+
+#: Fields a rollback target must pin; the certificate signs all of them.
+ROLLBACK_PIN_FIELDS: tuple[str, ...] = (
+    "version",
+    "acceptanceEvidence",
+    "artifactSha256",
+    "descriptorSha256",
+    "acceptanceSha256",
+    "registryState",
+    "health",
+    "routeRestoration",
+)
+CERTIFICATE_ALGORITHM = "HMAC-SHA-256"
+
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+_RANGE_CHARS = frozenset("^~*<>=|, \t\n")
+_FLOATING_VERSIONS = frozenset({"latest", "current", "previous"})
+
+
+def _unsigned_payload(evidence: Mapping[str, Any]) -> bytes:
+    """Bytes the certificate signs: canonical JSON of the redacted evidence minus ``certificate``.
+
+    Redaction comes first as for every hash; pin fields hold no secret keys, so it only
+    matters if someone adds a secret, which then can never sit in a signed payload.
+    """
+    unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
+    return canonical_json(redact(unsigned))
+
+
+def sign_rollback_evidence(evidence: Mapping[str, Any], signer: str, key: bytes) -> dict[str, Any]:
+    """Return a copy of ``evidence`` with a ``certificate`` added (any old one is replaced).
+
+    The certificate is ``{"signer", "algorithm": "HMAC-SHA-256", "signature"}`` where the
+    signature is the HMAC-SHA-256 hex digest, under ``key``, of the canonical JSON of the
+    evidence without its certificate.
+    """
+    if not isinstance(evidence, Mapping):
+        raise EvidenceError(f"rollback evidence must be an object, got {type(evidence).__name__}")
+    if not isinstance(signer, str) or not signer:
+        raise EvidenceError("rollback evidence signer must be a non-empty string")
+    if not isinstance(key, (bytes, bytearray)) or not key:
+        raise EvidenceError("rollback evidence signing key must be non-empty bytes")
+    signed = {k: copy.deepcopy(v) for k, v in evidence.items() if k != "certificate"}
+    signature = hmac.new(bytes(key), _unsigned_payload(signed), hashlib.sha256).hexdigest()
+    signed["certificate"] = {"signer": signer, "algorithm": CERTIFICATE_ALGORITHM, "signature": signature}
+    return signed
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and _SHA256_HEX.match(value) is not None
+
+
+def _version_problem(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return f"version: must be a non-empty exact version string, got {value!r}"
+    if value.strip().lower() in _FLOATING_VERSIONS:
+        return f"version: {value!r} is a moving alias, not an exact version"
+    if _RANGE_CHARS & set(value) or any(part in ("x", "X") for part in value.split(".")):
+        return f"version: {value!r} is a range or wildcard, not an exact version"
+    return None
+
+
+def _acceptance_problems(value: Any) -> list[str]:
+    if not isinstance(value, Mapping):
+        return [f"acceptanceEvidence: must be an object, got {type(value).__name__}"]
+    problems: list[str] = []
+    passed, total = value.get("transcriptsPassed"), value.get("transcriptsTotal")
+    if not _is_int(passed):
+        problems.append(f"acceptanceEvidence.transcriptsPassed: must be an integer, got {passed!r}")
+    if not _is_int(total) or total <= 0:
+        problems.append(f"acceptanceEvidence.transcriptsTotal: must be a positive integer, got {total!r}")
+    if _is_int(passed) and _is_int(total) and total > 0 and passed != total:
+        problems.append(f"acceptanceEvidence: only {passed} of {total} transcripts passed")
+    if not _is_sha256(value.get("digest")):
+        problems.append("acceptanceEvidence.digest: must be 64 lowercase hex characters (SHA-256)")
+    return problems
+
+
+def _certificate_problems(evidence: Mapping[str, Any], trusted_signers: Mapping[str, bytes]) -> list[str]:
+    cert = evidence["certificate"]
+    if not isinstance(cert, Mapping):
+        return [f"certificate: must be an object, got {type(cert).__name__}"]
+    problems: list[str] = []
+    signer, signature = cert.get("signer"), cert.get("signature")
+    if cert.get("algorithm") != CERTIFICATE_ALGORITHM:
+        problems.append(f"certificate.algorithm: must be {CERTIFICATE_ALGORITHM!r}, got {cert.get('algorithm')!r}")
+    if not _is_sha256(signature):
+        problems.append("certificate.signature: must be 64 lowercase hex characters (HMAC-SHA-256)")
+    if not isinstance(signer, str) or signer not in trusted_signers:
+        problems.append(f"certificate.signer: {signer!r} is not a trusted release-controller identity")
+    if problems:
+        return problems
+    try:
+        payload = _unsigned_payload(evidence)
+    except EvidenceError as exc:
+        return [f"certificate: cannot verify, {exc}"]
+    expected = hmac.new(bytes(trusted_signers[signer]), payload, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, signature):
+        return [f"certificate.signature: does not match the evidence under {signer!r}'s key"]
+    return []
+
+
+def rollback_evidence_problems(evidence: Any, trusted_signers: Mapping[str, bytes]) -> list[str]:
+    """Every reason ``evidence`` does not prove a rollback target, one readable string each.
+
+    Each string starts with the field it is about. An empty list means the target is proven:
+    exact version, complete acceptance evidence, three SHA-256 digests, registry state
+    ``"active"``, health whose ``healthy`` is the boolean ``True``, a route restoration
+    procedure, and a valid certificate from a trusted signer over all of it.
+    """
+    if evidence is None:
+        return ["rollback evidence: missing"]
+    if not isinstance(evidence, Mapping):
+        return [f"rollback evidence: must be an object, got {type(evidence).__name__}"]
+    problems = [f"{name}: missing" for name in (*ROLLBACK_PIN_FIELDS, "certificate") if name not in evidence]
+    if "version" in evidence and (problem := _version_problem(evidence["version"])):
+        problems.append(problem)
+    if "acceptanceEvidence" in evidence:
+        problems.extend(_acceptance_problems(evidence["acceptanceEvidence"]))
+    for name in ("artifactSha256", "descriptorSha256", "acceptanceSha256"):
+        if name in evidence and not _is_sha256(evidence[name]):
+            problems.append(f"{name}: must be 64 lowercase hex characters (SHA-256)")
+    if "registryState" in evidence and evidence["registryState"] != "active":
+        problems.append(f"registryState: must be 'active', got {evidence['registryState']!r}")
+    if "health" in evidence:
+        health = evidence["health"]
+        if not isinstance(health, Mapping):
+            problems.append(f"health: must be an object, got {type(health).__name__}")
+        elif health.get("healthy") is not True:
+            problems.append(f"health.healthy: must be the boolean true, got {health.get('healthy')!r}")
+    if "routeRestoration" in evidence:
+        steps = evidence["routeRestoration"]
+        if (
+            not isinstance(steps, (list, tuple))
+            or not steps
+            or not all(isinstance(step, str) and step.strip() for step in steps)
+        ):
+            problems.append("routeRestoration: must be a non-empty list of non-empty procedure steps")
+    if "certificate" in evidence:
+        problems.extend(_certificate_problems(evidence, trusted_signers))
+    return problems
+
+
+def rollback_evidence_ready(evidence: Any, trusted_signers: Mapping[str, bytes]) -> bool:
+    """True when :func:`rollback_evidence_problems` finds nothing."""
+    return not rollback_evidence_problems(evidence, trusted_signers)
+
+
+# --------------------------------------------------------------------------- gate
+
+
+@dataclass(frozen=True)
+class ReleasePolicy:
+    """What the gate accepts.
+
+    ``health``: thresholds for health windows. ``allowed_drops``: SDK semantic-loss field paths
+    the component is declared free to ignore (exact match). ``trusted_signers``: release
+    controller identity -> HMAC key for rollback certificates.
+    """
+
+    health: HealthPolicy = HealthPolicy()
+    allowed_drops: tuple[str, ...] = ()
+    trusted_signers: Mapping[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_drops", tuple(self.allowed_drops))
+        if not all(isinstance(path, str) for path in self.allowed_drops):
+            raise ValueError("allowed_drops must be field path strings")
+
+
+def _case_label(item: Mapping[str, Any], index: int) -> str:
+    for key in ("case", "name"):
+        if isinstance(item.get(key), str) and item[key]:
+            return item[key]
+    return f"#{index}"
+
+
+class ReleaseGate:
+    """Decide promote / rollback / halt from candidate evidence and a rollback target."""
+
+    def __init__(self, policy: ReleasePolicy) -> None:
+        self.policy = policy
+
+    def evaluate(
+        self,
+        *,
+        transcripts: Sequence[Mapping[str, Any]],
+        sdk_diffs: Sequence[Mapping[str, Any]],
+        proxy_reports: Sequence[Mapping[str, Any]],
+        health: Mapping[str, Any] | None,
+        rollback: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Return ``{"action", "reasons", "candidatePassed", "rollbackReady", "rollbackProblems",
+        "allowedDrops", "unusedAllowedDrops"}``.
+
+        ``action`` is ``"promote"`` (candidate passes, rollback proven), ``"rollback"``
+        (candidate fails, rollback proven) or ``"halt"`` (rollback not proven: never guess).
+        ``reasons`` lists what blocks promotion in evidence order; ``allowedDrops`` the policy's
+        allowed drops some diff actually showed (in ``semanticLoss``, ``dropped`` or
+        ``changed``); ``unusedAllowedDrops`` policy entries no diff showed: a stale excuse to
+        remove (reported, not blocking, so fixing the SDK view can still promote).
+        """
+        reasons: list[str] = []
+        reasons += self._transcript_reasons(transcripts)
+        sdk_reasons, tolerated = self._sdk_reasons(sdk_diffs)
+        reasons += sdk_reasons
+        reasons += self._proxy_reasons(proxy_reports)
+        reasons += self._health_reasons(health)
+        candidate_passed = not reasons
+
+        rollback_problems = rollback_evidence_problems(rollback, self.policy.trusted_signers)
+        rollback_ready = not rollback_problems
+        if rollback_ready:
+            action = "promote" if candidate_passed else "rollback"
+        else:
+            action = "halt"
+            if candidate_passed:
+                reasons.append("rollback target not proven: verify rollback evidence before promotion")
+            else:
+                reasons.append("rollback target not proven: halting traffic instead of guessing")
+        return {
+            "action": action,
+            "reasons": reasons,
+            "candidatePassed": candidate_passed,
+            "rollbackReady": rollback_ready,
+            "rollbackProblems": rollback_problems,
+            "allowedDrops": sorted(tolerated),
+            "unusedAllowedDrops": sorted(set(self.policy.allowed_drops) - tolerated),
+        }
+
+    @staticmethod
+    def _transcript_reasons(transcripts: Any) -> list[str]:
+        if not isinstance(transcripts, Sequence) or isinstance(transcripts, (str, bytes)):
+            return ["no transcript evidence"]
+        if not transcripts:
+            return ["no transcript evidence"]
+        reasons: list[str] = []
+        failed: list[str] = []
+        for index, item in enumerate(transcripts):
+            if not isinstance(item, Mapping) or not isinstance(item.get("passed"), bool):
+                reasons.append(f"transcript #{index}: malformed evidence (needs a boolean 'passed')")
+            elif item["passed"] is not True:
+                failed.append(_case_label(item, index))
+        if failed:
+            reasons.insert(0, f"transcripts failed: {', '.join(failed)}")
+        return reasons
+
+    def _sdk_reasons(self, sdk_diffs: Any) -> tuple[list[str], set[str]]:
+        if not isinstance(sdk_diffs, Sequence) or isinstance(sdk_diffs, (str, bytes)) or not sdk_diffs:
+            return ["no SDK-diff evidence"], set()
+        reasons: list[str] = []
+        tolerated: set[str] = set()
+        allowed = set(self.policy.allowed_drops)
+        for index, diff in enumerate(sdk_diffs):
+            loss = diff.get("semanticLoss") if isinstance(diff, Mapping) else None
+            if not isinstance(loss, (list, tuple)) or not all(isinstance(p, str) for p in loss):
+                reasons.append(f"SDK diff #{index}: malformed evidence (needs a 'semanticLoss' list)")
+                continue
+            label = _case_label(diff, index)  # type: ignore[arg-type]
+            observed = set(loss)
+            for kind in ("dropped", "changed"):  # compare_sdk_view may have excused drops already
+                if isinstance(diff.get(kind), (list, tuple)):  # type: ignore[union-attr]
+                    observed.update(p for p in diff[kind] if isinstance(p, str))  # type: ignore[index]
+            tolerated |= allowed & observed
+            for path in loss:
+                if path not in allowed:
+                    reasons.append(f"SDK diff {label}: semantic loss of {path!r} not allowed by policy")
+        return reasons, tolerated
+
+    @staticmethod
+    def _proxy_reasons(proxy_reports: Any) -> list[str]:
+        if not isinstance(proxy_reports, Sequence) or isinstance(proxy_reports, (str, bytes)):
+            return ["no proxy evidence"]
+        if not proxy_reports:
+            return ["no proxy evidence"]
+        reasons: list[str] = []
+        for index, report in enumerate(proxy_reports):
+            issues = report.get("issues") if isinstance(report, Mapping) else None
+            if not isinstance(issues, (list, tuple)):
+                reasons.append(f"proxy report #{index}: malformed evidence (needs an 'issues' list)")
+                continue
+            reasons.extend(f"proxy issue: {issue}" for issue in issues)
+        return reasons
+
+    @staticmethod
+    def _health_reasons(health: Any) -> list[str]:
+        if not isinstance(health, Mapping):
+            return ["no health evidence"]
+        if health.get("healthy") is True:
+            return []
+        detail = health.get("reasons")
+        if isinstance(detail, list) and detail:
+            return [f"health window not healthy: {'; '.join(map(str, detail))}"]
+        return [f"health window not healthy (healthy is {health.get('healthy')!r}, not true)"]

@@ -1,0 +1,281 @@
+"""Request validation in the order MISSION.md fixes, so every fault gets one stable code.
+
+1. parse and check the JSON-RPC envelope and the ``_meta`` types (and required keys);
+2. ``MCP-Protocol-Version`` against ``_meta`` version; 3. ``Mcp-Method`` against ``method``;
+4. ``Mcp-Name`` against the routed body value (sentinel decoded exactly);
+5. only then: is the version supported (-32022), are required capabilities declared (-32021).
+A mismatch is therefore always -32020, even when the version would also be unsupported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from .errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolViolation,
+)
+from .headers import (
+    METHOD_HEADER,
+    NAME_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    HeaderInput,
+    decode_header_value,
+    is_raw_header_value_valid,
+    normalize_headers,
+    single_header,
+)
+from .versions import (
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+    check_era,
+)
+
+__all__ = ["validate_request", "parse_message", "routed_name_field", "ROUTED_NAME_FIELDS", "missing_capabilities"]
+
+#: Methods whose target travels in ``Mcp-Name``, and the ``params`` field it mirrors.
+ROUTED_NAME_FIELDS: dict[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+
+_META_TYPES: tuple[tuple[str, type, str], ...] = (
+    (META_PROTOCOL_VERSION, str, "a string"),
+    (META_CLIENT_CAPABILITIES, dict, "an object"),
+    (META_CLIENT_INFO, dict, "an object"),
+    (META_LOG_LEVEL, str, "a string"),
+)
+
+
+def routed_name_field(method: str) -> str | None:
+    """The ``params`` field that ``Mcp-Name`` mirrors for ``method``, or ``None``."""
+    return ROUTED_NAME_FIELDS.get(method)
+
+
+def parse_message(body: Any, *, case: str = "negative-malformed-envelope", code: int = PARSE_ERROR) -> Any:
+    """Return ``body`` parsed from JSON when it is ``bytes``/``str``; objects pass through."""
+    if isinstance(body, (bytes, bytearray, memoryview, str)):
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ProtocolViolation(f"body is not valid JSON: {exc}", code=code, case=case) from None
+    return body
+
+
+def _envelope(message: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(message, list):
+        raise ProtocolViolation(
+            "JSON-RPC batches are not allowed: one message per body", code=INVALID_REQUEST, case="negative-malformed-envelope"
+        )
+    if not isinstance(message, dict):
+        raise ProtocolViolation(
+            f"a JSON-RPC request must be an object, got {type(message).__name__}",
+            code=INVALID_REQUEST,
+            case="negative-malformed-envelope",
+        )
+    if message.get("jsonrpc") != "2.0":
+        raise ProtocolViolation(
+            f'request jsonrpc must be exactly "2.0", got {message.get("jsonrpc")!r}',
+            code=INVALID_REQUEST,
+            case="negative-malformed-envelope",
+        )
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        raise ProtocolViolation(
+            "request method must be a non-empty string", code=INVALID_REQUEST, case="negative-malformed-envelope"
+        )
+    if "id" in message:
+        request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            raise ProtocolViolation(
+                f"request id must be a string or an integer, got {request_id!r}",
+                code=INVALID_REQUEST,
+                case="negative-malformed-envelope",
+            )
+    if "result" in message or "error" in message:
+        raise ProtocolViolation(
+            "a request must not carry result or error", code=INVALID_REQUEST, case="negative-malformed-envelope"
+        )
+    params = message.get("params", {})
+    if not isinstance(params, dict):
+        raise ProtocolViolation(
+            "request params must be an object", code=INVALID_REQUEST, case="negative-malformed-envelope"
+        )
+    return method, params
+
+
+def _modern_meta(params: dict[str, Any], is_request: bool) -> dict[str, Any]:
+    meta = params.get("_meta")
+    if meta is None:
+        if is_request:
+            raise ProtocolViolation(
+                f"params._meta is required on 2026-07-28 requests (with {META_PROTOCOL_VERSION} "
+                f"and {META_CLIENT_CAPABILITIES})",
+                code=INVALID_PARAMS,
+                case="negative-missing-meta-key",
+            )
+        return {}
+    if not isinstance(meta, dict):
+        raise ProtocolViolation("params._meta must be an object", code=INVALID_PARAMS, case="negative-meta-type")
+    for key, expected, label in _META_TYPES:
+        if key in meta and not isinstance(meta[key], expected):
+            raise ProtocolViolation(
+                f"params._meta[{key!r}] must be {label}, got {type(meta[key]).__name__}",
+                code=INVALID_PARAMS,
+                case="negative-meta-type",
+            )
+    if is_request:
+        for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES):
+            if key not in meta:
+                raise ProtocolViolation(
+                    f"params._meta is missing the required key {key!r}",
+                    code=INVALID_PARAMS,
+                    case="negative-missing-meta-key",
+                )
+    return meta
+
+
+def _required_header(headers: Mapping[str, list[str]], name: str, display: str) -> str:
+    value = single_header(headers, name)
+    if value is None:
+        raise ProtocolViolation(
+            f"the {display} header is required", code=HEADER_MISMATCH, case="negative-missing-header"
+        )
+    return value
+
+
+def _check_name_header(headers: Mapping[str, list[str]], method: str, params: dict[str, Any]) -> None:
+    field = ROUTED_NAME_FIELDS.get(method)
+    if field is None:
+        return
+    body_value = params.get(field)
+    if not isinstance(body_value, str):
+        raise ProtocolViolation(
+            f"{method} needs a string params.{field}", code=INVALID_PARAMS, case="negative-invalid-params"
+        )
+    raw = _required_header(headers, NAME_HEADER, "Mcp-Name")
+    decoded = decode_header_value(raw)
+    if decoded is None:
+        raise ProtocolViolation(
+            f"Mcp-Name {raw!r} is a malformed base64 sentinel", code=HEADER_MISMATCH, case="negative-name-header-mismatch"
+        )
+    if decoded is raw and not is_raw_header_value_valid(raw):
+        if raw != raw.strip(" \t"):
+            raise ProtocolViolation(
+                f"Mcp-Name {raw!r} has leading/trailing whitespace: such a value must travel as a "
+                "=?base64?...?= sentinel",
+                code=HEADER_MISMATCH,
+                case="negative-raw-whitespace-name",
+            )
+        raise ProtocolViolation(
+            f"Mcp-Name {raw!r} holds characters outside visible ASCII without the sentinel",
+            code=HEADER_MISMATCH,
+            case="negative-name-header-mismatch",
+        )
+    if decoded != body_value:
+        raise ProtocolViolation(
+            f"Mcp-Name {decoded!r} does not match params.{field} {body_value!r}",
+            code=HEADER_MISMATCH,
+            case="negative-name-header-mismatch",
+        )
+
+
+def missing_capabilities(declared: Any, required: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``required`` that ``declared`` lacks (nested objects checked key by key)."""
+    missing: dict[str, Any] = {}
+    declared = declared if isinstance(declared, dict) else {}
+    for key, needed in required.items():
+        if key not in declared:
+            missing[key] = needed
+        elif isinstance(needed, dict) and needed:
+            deeper = missing_capabilities(declared[key], needed)
+            if deeper:
+                missing[key] = deeper
+    return missing
+
+
+def validate_request(
+    body: Any,
+    headers: HeaderInput = None,
+    era: str = "modern",
+    *,
+    required_capabilities: Mapping[str, Any] | None = None,
+    supported_versions: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Validate one client message (request or notification) and its HTTP headers.
+
+    ``body`` is a parsed object or raw ``bytes``/``str``; ``headers`` a mapping or a sequence
+    of ``(name, value)`` pairs. ``required_capabilities`` are the client capabilities the
+    server needs for this request (e.g. ``{"elicitation": {}}``); ``supported_versions``
+    defaults to the era's versions. Returns the parsed message; raises
+    ``ProtocolViolation`` with the code and case of the first rule broken.
+    """
+    check_era(era)
+    message = parse_message(body)
+    method, params = _envelope(message)
+    is_request = "id" in message
+    normalized = normalize_headers(headers)
+
+    if era == "legacy":
+        version = single_header(normalized, PROTOCOL_VERSION_HEADER)
+        supported = tuple(supported_versions) if supported_versions is not None else LEGACY_VERSIONS
+        if version is not None and version not in supported:
+            raise ProtocolViolation(
+                f"unsupported protocol version {version!r}",
+                code=UNSUPPORTED_PROTOCOL_VERSION,
+                case="negative-unsupported-version",
+                data={"supported": list(supported), "requested": version},
+            )
+        return message
+
+    meta = _modern_meta(params, is_request)
+    header_version = _required_header(normalized, PROTOCOL_VERSION_HEADER, "MCP-Protocol-Version")
+    meta_version = meta.get(META_PROTOCOL_VERSION)
+    if meta_version is not None and header_version != meta_version:
+        raise ProtocolViolation(
+            f"MCP-Protocol-Version {header_version!r} does not match params._meta version {meta_version!r}",
+            code=HEADER_MISMATCH,
+            case="negative-version-header-mismatch",
+        )
+    header_method = _required_header(normalized, METHOD_HEADER, "Mcp-Method")
+    if header_method != method:
+        raise ProtocolViolation(
+            f"Mcp-Method {header_method!r} does not match method {method!r}",
+            code=HEADER_MISMATCH,
+            case="negative-header-body-mismatch",
+        )
+    _check_name_header(normalized, method, params)
+
+    supported = tuple(supported_versions) if supported_versions is not None else MODERN_VERSIONS
+    if header_version not in supported:
+        raise ProtocolViolation(
+            f"unsupported protocol version {header_version!r}",
+            code=UNSUPPORTED_PROTOCOL_VERSION,
+            case="negative-unsupported-version",
+            data={"supported": list(supported), "requested": header_version},
+        )
+    if required_capabilities:
+        missing = missing_capabilities(meta.get(META_CLIENT_CAPABILITIES), required_capabilities)
+        if missing:
+            raise ProtocolViolation(
+                f"{method} needs client capabilities the request did not declare: {sorted(missing)}",
+                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                case="negative-missing-capability",
+                data={"requiredCapabilities": missing},
+            )
+    return message

@@ -1,0 +1,109 @@
+"""Response envelope validation: what a strict client checks before it looks at a result.
+
+``jsonrpc`` is exactly "2.0"; ``id`` equals the request id in value AND JSON type (``1`` is
+not ``"1"``, ``true`` is not ``1``); exactly one of ``result``/``error``; an error has an
+integer ``code`` and a string ``message``; a modern server carries each known protocol error
+with its HTTP status (-32020/-32021/-32022/-32602/-32600/-32700 -> 400, -32601 -> 404) and a
+success with 200; a notification gets HTTP 202 and an empty body, never a JSON-RPC response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import INVALID_REQUEST, ProtocolViolation, http_status_for_code
+from .requests import parse_message
+from .versions import check_era
+
+__all__ = ["validate_response", "is_notification", "same_json_value"]
+
+_MISSING = object()
+
+
+def _fail(case: str, message: str) -> ProtocolViolation:
+    return ProtocolViolation(message, code=INVALID_REQUEST, case=case)
+
+
+def is_notification(message: Any) -> bool:
+    """True for a JSON-RPC message object with a method and no ``id``."""
+    return isinstance(message, dict) and "method" in message and "id" not in message
+
+
+def same_json_value(a: Any, b: Any) -> bool:
+    """Equality that also requires the same JSON type (Python says ``True == 1``; JSON does not)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json_value(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json_value(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _is_empty(body: Any) -> bool:
+    return body is None or (isinstance(body, (bytes, bytearray, str)) and len(body.strip()) == 0)
+
+
+def validate_response(
+    body: Any,
+    request: Any = None,
+    *,
+    status: int | None = None,
+    era: str = "modern",
+) -> dict[str, Any] | None:
+    """Validate the JSON-RPC response (``body``) a client received for ``request``.
+
+    ``body`` is a parsed object, raw ``bytes``/``str``, or ``None`` for an empty body;
+    ``request`` the message that was sent (its ``id`` is compared; ``None`` skips the id
+    check); ``status`` the HTTP status, checked when given. Returns the parsed response,
+    or ``None`` for a correctly unanswered notification. Raises ``ProtocolViolation``.
+    """
+    check_era(era)
+    if is_notification(request):
+        if not _is_empty(body):
+            raise ProtocolViolation(
+                "a notification must get no JSON-RPC response (HTTP 202, empty body)",
+                code=INVALID_REQUEST,
+                case="negative-notification-answered",
+            )
+        if status is not None and status != 202:
+            raise _fail("negative-wrong-http-status", f"an accepted notification is answered 202, got HTTP {status}")
+        return None
+    if _is_empty(body):
+        raise _fail("negative-response-unparsable", "a request needs a JSON-RPC response, the body is empty")
+    response = parse_message(body, case="negative-response-unparsable", code=INVALID_REQUEST)
+    if not isinstance(response, dict):
+        raise _fail("negative-response-unparsable", f"a response must be one JSON object, got {type(response).__name__}")
+    if response.get("jsonrpc", _MISSING) != "2.0" or not isinstance(response.get("jsonrpc"), str):
+        raise _fail("negative-jsonrpc-version", f'response jsonrpc must be exactly "2.0", got {response.get("jsonrpc")!r}')
+    has_result, has_error = "result" in response, "error" in response
+    if has_result == has_error:
+        which = "both result and error" if has_result else "neither result nor error"
+        raise _fail("negative-result-and-error", f"a response carries exactly one of result and error, got {which}")
+    if isinstance(request, dict):
+        expected = request.get("id")
+        actual = response.get("id", _MISSING)
+        if actual is _MISSING or not same_json_value(actual, expected):
+            raise _fail(
+                "negative-id-mismatch",
+                f"response id {None if actual is _MISSING else actual!r} does not equal request id {expected!r} "
+                "in value and JSON type",
+            )
+    if has_error:
+        error = response["error"]
+        if not isinstance(error, dict):
+            raise _fail("negative-error-shape", "error must be an object")
+        code = error.get("code")
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise _fail("negative-error-shape", f"error.code must be an integer, got {code!r}")
+        if not isinstance(error.get("message"), str):
+            raise _fail("negative-error-shape", f"error.message must be a string, got {error.get('message')!r}")
+        expected_status = http_status_for_code(code)
+        if status is not None and era == "modern" and expected_status is not None and status != expected_status:
+            raise _fail(
+                "negative-wrong-http-status",
+                f"protocol error {code} must travel with HTTP {expected_status}, got HTTP {status}",
+            )
+    elif status is not None and status != 200:
+        raise _fail("negative-wrong-http-status", f"a successful result travels with HTTP 200, got HTTP {status}")
+    return response

@@ -1,0 +1,247 @@
+"""Result validation: the era decides what a missing ``resultType`` means, then the method payload.
+
+Modern (2026-07-28) results must carry ``resultType``; legacy (2025-11-25) results may omit
+it and then mean ``complete``, but only once the legacy era was chosen: there is no single
+permissive validator for both shapes. Unknown *fields* are additive and kept; an unknown
+``resultType`` is rejected. ``task`` is valid only when the tasks extension was advertised.
+A well-typed ``resultType`` never rescues a malformed method payload. ``ttlMs``/``cacheScope``
+are type-checked when present; when absent a client treats them as 0/private, so they are
+not required here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from .errors import INVALID_PARAMS, ProtocolViolation
+from .versions import TASKS_EXTENSION, check_era
+
+__all__ = [
+    "validate_result",
+    "BASE_RESULT_TYPES",
+    "INPUT_REQUIRED_METHODS",
+    "INPUT_REQUEST_METHODS",
+    "TASK_STATUSES",
+    "MAX_COMPLETION_VALUES",
+    "tasks_advertised",
+]
+
+BASE_RESULT_TYPES: tuple[str, ...] = ("complete", "input_required")
+#: The only methods a server may answer with ``input_required`` (MRTR).
+INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: Requests a server may embed in ``inputRequests``.
+INPUT_REQUEST_METHODS: frozenset[str] = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+TASK_STATUSES: frozenset[str] = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
+MAX_COMPLETION_VALUES = 100
+
+
+def _fail(case: str, message: str) -> ProtocolViolation:
+    return ProtocolViolation(message, code=INVALID_PARAMS, case=case)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def tasks_advertised(capabilities: Mapping[str, Any] | None) -> bool:
+    """True when server capabilities advertise tasks (2026-07-28 extension or the legacy key)."""
+    if not capabilities:
+        return False
+    extensions = capabilities.get("extensions")
+    if isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions:
+        return True
+    return "tasks" in capabilities
+
+
+def _check_cache_fields(result: dict[str, Any]) -> None:
+    if "ttlMs" in result and not _is_int(result["ttlMs"]):
+        raise _fail("negative-cache-fields", f"ttlMs must be an integer, got {result['ttlMs']!r}")
+    if "cacheScope" in result and result["cacheScope"] not in ("public", "private"):
+        raise _fail("negative-cache-fields", f'cacheScope must be "public" or "private", got {result["cacheScope"]!r}')
+
+
+def _tools_list(result: dict[str, Any]) -> None:
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        raise _fail("negative-tools-list-payload", "tools/list result needs a tools array")
+    seen: set[str] = set()
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _fail("negative-tools-list-payload", f"tools[{index}] must be an object")
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise _fail("negative-tools-list-payload", f"tools[{index}].name must be a non-empty string")
+        if name in seen:
+            raise _fail("negative-tools-list-payload", f"tool name {name!r} appears twice")
+        seen.add(name)
+        description = tool.get("description")
+        if not isinstance(description, str) or not description.strip():
+            raise _fail("negative-tools-list-payload", f"tool {name!r} needs a useful (non-empty) description")
+        schema = tool.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise _fail("negative-tools-list-payload", f'tool {name!r} needs an inputSchema object with type "object"')
+    if "nextCursor" in result and not isinstance(result["nextCursor"], str):
+        raise _fail("negative-tools-list-payload", "nextCursor must be a string")
+
+
+def _tools_call(result: dict[str, Any]) -> None:
+    content = result.get("content")
+    if not isinstance(content, list):
+        raise _fail("negative-tools-call-payload", "tools/call result needs a content array")
+    for index, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise _fail("negative-tools-call-payload", f"content[{index}] must be an object with a string type")
+    if "isError" in result and not isinstance(result["isError"], bool):
+        raise _fail("negative-tools-call-payload", "isError must be a boolean")
+    if "structuredContent" in result and not isinstance(result["structuredContent"], dict):
+        raise _fail("negative-tools-call-payload", "structuredContent must be an object")
+
+
+def _completion(result: dict[str, Any]) -> None:
+    completion = result.get("completion")
+    if not isinstance(completion, dict):
+        raise _fail("negative-completion-payload", "completion/complete result needs a completion object")
+    values = completion.get("values")
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise _fail("negative-completion-payload", "completion.values must be an array of strings")
+    if len(values) > MAX_COMPLETION_VALUES:
+        raise _fail(
+            "negative-completion-payload",
+            f"completion.values holds {len(values)} values; at most {MAX_COMPLETION_VALUES} are allowed",
+        )
+    if "total" in completion:
+        total = completion["total"]
+        if not _is_int(total) or total < 0:
+            raise _fail("negative-completion-payload", f"completion.total must be a non-negative integer, got {total!r}")
+        if total < len(values):
+            raise _fail(
+                "negative-completion-payload", f"completion.total {total} is smaller than the {len(values)} values sent"
+            )
+    if "hasMore" in completion and not isinstance(completion["hasMore"], bool):
+        raise _fail("negative-completion-payload", f"completion.hasMore must be a boolean, got {completion['hasMore']!r}")
+
+
+def _discover(result: dict[str, Any]) -> None:
+    versions = result.get("supportedVersions")
+    if not isinstance(versions, list) or not versions or not all(isinstance(v, str) for v in versions):
+        raise _fail("negative-discover-payload", "server/discover result needs a non-empty supportedVersions array")
+    if not isinstance(result.get("capabilities"), dict):
+        raise _fail("negative-discover-payload", "server/discover result needs a capabilities object")
+
+
+_COMPLETE_PAYLOADS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "tools/list": _tools_list,
+    "tools/call": _tools_call,
+    "completion/complete": _completion,
+    "server/discover": _discover,
+}
+
+
+def _input_required(result: dict[str, Any], method: str) -> None:
+    if method not in INPUT_REQUIRED_METHODS:
+        raise _fail(
+            "negative-input-required-misplaced",
+            f"{method} may not answer input_required (only {', '.join(sorted(INPUT_REQUIRED_METHODS))})",
+        )
+    requests = result.get("inputRequests")
+    state = result.get("requestState")
+    if requests is None and state is None:
+        raise _fail("negative-input-required-payload", "input_required needs inputRequests or requestState")
+    if state is not None and not isinstance(state, str):
+        raise _fail("negative-input-required-payload", "requestState must be a string")
+    if requests is not None:
+        if not isinstance(requests, dict):
+            raise _fail("negative-input-required-payload", "inputRequests must be an object")
+        for key, request in requests.items():
+            if not isinstance(request, dict) or request.get("method") not in INPUT_REQUEST_METHODS:
+                raise _fail(
+                    "negative-input-required-payload",
+                    f"inputRequests[{key!r}] must be an object whose method is one of "
+                    f"{', '.join(sorted(INPUT_REQUEST_METHODS))}",
+                )
+            if "params" in request and not isinstance(request["params"], dict):
+                raise _fail("negative-input-required-payload", f"inputRequests[{key!r}].params must be an object")
+
+
+def _iso8601(value: Any) -> bool:
+    if not isinstance(value, str) or "T" not in value:
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _task(result: dict[str, Any], method: str) -> None:
+    if method != "tools/call":
+        raise _fail("negative-task-payload", f"{method} cannot create a task (only tools/call)")
+    task_id = result.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise _fail("negative-task-payload", "task result needs a non-empty taskId")
+    if result.get("status") not in TASK_STATUSES:
+        raise _fail(
+            "negative-task-payload",
+            f"task status {result.get('status')!r} is not one of {', '.join(sorted(TASK_STATUSES))}",
+        )
+    for key in ("createdAt", "lastUpdatedAt"):
+        if not _iso8601(result.get(key)):
+            raise _fail("negative-task-payload", f"task {key} must be an ISO 8601 timestamp, got {result.get(key)!r}")
+    if "ttlMs" not in result or not (result["ttlMs"] is None or (_is_number(result["ttlMs"]) and result["ttlMs"] >= 0)):
+        raise _fail("negative-task-payload", "task result needs ttlMs: a non-negative number or null")
+    if "pollIntervalMs" in result and not (_is_number(result["pollIntervalMs"]) and result["pollIntervalMs"] > 0):
+        raise _fail("negative-task-payload", "pollIntervalMs must be a positive number")
+    if "statusMessage" in result and not isinstance(result["statusMessage"], str):
+        raise _fail("negative-task-payload", "statusMessage must be a string")
+
+
+def validate_result(
+    result: Any,
+    era: str,
+    method: str = "tools/list",
+    capabilities: Mapping[str, Any] | None = None,
+) -> str:
+    """Validate a result object for ``method`` in ``era``; return the effective ``resultType``.
+
+    ``capabilities`` are the server capabilities advertised for this exchange (needed for
+    the ``task`` extension value). The result is not modified: unknown additive fields stay.
+    Raises ``ProtocolViolation`` (client boundary) naming the broken rule.
+    """
+    check_era(era)
+    if not isinstance(result, dict):
+        raise _fail("negative-result-shape", f"a result must be a JSON object, got {type(result).__name__}")
+    if "_meta" in result and not isinstance(result["_meta"], dict):
+        raise _fail("negative-result-shape", "result _meta must be an object")
+    if "resultType" in result:
+        result_type = result["resultType"]
+    elif era == "legacy":
+        result_type = "complete"
+    else:
+        raise _fail(
+            "negative-modern-missing-result-type",
+            "a 2026-07-28 result must carry resultType (absent means complete only in the legacy era)",
+        )
+    if result_type == "task":
+        if era != "modern" or not tasks_advertised(capabilities):
+            raise _fail(
+                "negative-unadvertised-extension",
+                f'resultType "task" needs the {TASKS_EXTENSION} extension advertised for this exchange',
+            )
+        _task(result, method)
+        return result_type
+    if result_type not in BASE_RESULT_TYPES or (era == "legacy" and result_type != "complete"):
+        raise _fail("negative-unknown-result-type", f"resultType {result_type!r} is not known in the {era} era")
+    if result_type == "input_required":
+        _input_required(result, method)
+        return result_type
+    _check_cache_fields(result)
+    payload = _COMPLETE_PAYLOADS.get(method)
+    if payload is not None:
+        payload(result)
+    return result_type

@@ -1,0 +1,103 @@
+"""SDK diff: what the installed ``mcp`` SDK really turns a raw result into, and what it lost.
+
+``sdk_view`` builds the view exactly as the SDK's own client does
+(``mcp_types.methods.parse_server_result`` then ``model_dump(by_alias=True, mode="json",
+exclude_none=True)``), so a diff is measured on the installed SDK, not imagined.
+``compare_sdk_view`` walks both objects and reports dropped, synthesised and changed field
+paths, separating bookkeeping (``resultType``, ``_meta``, ``ttlMs``, ``cacheScope``) from
+semantic loss (anything else dropped or changed, e.g. ``futureHint``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+from .versions import check_era, version_for_era
+
+__all__ = ["sdk_view", "sdk_observe", "compare_sdk_view", "BOOKKEEPING_FIELDS", "sdk_identity"]
+
+BOOKKEEPING_FIELDS: frozenset[str] = frozenset({"resultType", "_meta", "ttlMs", "cacheScope"})
+
+
+def sdk_identity() -> dict[str, str]:
+    """Name and installed version of the SDK the views come from."""
+    return {"sdk": "mcp", "version": metadata.version("mcp"), "typesVersion": metadata.version("mcp-types")}
+
+
+def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern", *, version: str | None = None) -> dict[str, Any]:
+    """The result as the real ``mcp`` SDK client hands it to application code.
+
+    ``version`` overrides the protocol version of the session (default: the era's newest).
+    Raises whatever the SDK raises (``pydantic.ValidationError``, ``KeyError`` for a method
+    it does not know).
+    """
+    from mcp_types.methods import parse_server_result
+
+    protocol_version = version or version_for_era(check_era(era))
+    model = parse_server_result(method, protocol_version, raw)
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def sdk_observe(raw: dict[str, Any], method: str = "tools/list", era: str = "modern", *, version: str | None = None) -> dict[str, Any]:
+    """Record the SDK's view or its exception as evidence (never raises for SDK refusals)."""
+    record: dict[str, Any] = {**sdk_identity(), "method": method, "era": era, "protocolVersion": version or version_for_era(era)}
+    try:
+        record["view"] = sdk_view(raw, method, era, version=version)
+        record["exception"] = None
+    except Exception as exc:  # the SDK's refusal IS the observation
+        record["view"] = None
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        record["exception"] = f"{type(exc).__name__}: {first_line}"
+    return record
+
+
+def _walk(raw: Any, view: Any, path: str, out: dict[str, list[str]]) -> None:
+    if isinstance(raw, dict) and isinstance(view, dict):
+        for key in raw:
+            child = f"{path}.{key}" if path else key
+            if key not in view:
+                out["dropped"].append(child)
+            else:
+                _walk(raw[key], view[key], child, out)
+        for key in view:
+            if key not in raw:
+                out["synthesised"].append(f"{path}.{key}" if path else key)
+        return
+    if isinstance(raw, list) and isinstance(view, list) and len(raw) == len(view):
+        for index, (a, b) in enumerate(zip(raw, view)):
+            _walk(a, b, f"{path}[{index}]", out)
+        return
+    if type(raw) is not type(view) or raw != view:
+        out["changed"].append(path or "$")
+
+
+def _top_field(path: str) -> str:
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+def compare_sdk_view(raw: Any, sdk_view: Any, allowed_drops: Iterable[str] = ()) -> dict[str, Any]:
+    """Diff a raw result against the SDK's view of it.
+
+    Returns ``dropped``, ``synthesised`` and ``changed`` field paths (``"futureHint"``,
+    ``"tools[0].annotations"``), a ``bookkeeping`` split of the same, ``semanticLoss``
+    (dropped or changed non-bookkeeping paths not in ``allowed_drops``), ``allowedDrops``
+    and ``ok`` (no semantic loss).
+    """
+    out: dict[str, list[str]] = {"dropped": [], "synthesised": [], "changed": []}
+    _walk(raw, sdk_view, "", out)
+    allowed = sorted(set(allowed_drops))
+
+    def bookkeeping(path: str) -> bool:
+        return "." not in path and "[" not in path and path in BOOKKEEPING_FIELDS or _top_field(path) == "_meta"
+
+    split = {kind: [p for p in paths if bookkeeping(p)] for kind, paths in out.items()}
+    loss = [p for p in out["dropped"] + out["changed"] if not bookkeeping(p) and p not in allowed]
+    return {
+        **out,
+        "bookkeeping": split,
+        "semanticLoss": loss,
+        "allowedDrops": allowed,
+        "ok": not loss,
+    }

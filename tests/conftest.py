@@ -1,0 +1,28 @@
+"""Shared helpers: well-formed modern messages to mutate in tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION
+
+
+def modern_request(method: str = "tools/list", id: Any = 1, params: dict | None = None, caps: dict | None = None) -> dict:
+    body = {"jsonrpc": "2.0", "id": id, "method": method, "params": copy.deepcopy(params or {})}
+    body["params"]["_meta"] = {META_PROTOCOL_VERSION: MODERN_VERSION, META_CLIENT_CAPABILITIES: caps or {}}
+    return body
+
+
+def modern_headers(method: str = "tools/list", name: str | None = None) -> list[tuple[str, str]]:
+    headers = [("MCP-Protocol-Version", MODERN_VERSION), ("Mcp-Method", method)]
+    if name is not None:
+        headers.append(("Mcp-Name", name))
+    return headers
+
+
+@pytest.fixture
+def call_request() -> tuple[dict, list[tuple[str, str]]]:
+    return modern_request("tools/call", params={"name": "read_stock", "arguments": {}}), modern_headers("tools/call", "read_stock")

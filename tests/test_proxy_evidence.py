@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from mcplab import PROXY_ISSUES, inspect_proxy, proxy_findings
+
+REQ = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
+JSON = [("Content-Type", "application/json")]
+ERROR = {"jsonrpc": "2.0", "id": 7, "error": {"code": -32020, "message": "Header mismatch"}}
+INGRESS = {"headers": [("Accept", "application/json, text/event-stream"), ("Mcp-Method", "tools/list")], "body": REQ}
+ORIGIN = {"status": 400, "headers": JSON, "body": ERROR}
+
+
+def test_faithful_proxy_has_no_issue():
+    assert inspect_proxy(INGRESS, ORIGIN, dict(ORIGIN)) == []
+    # the same bytes, parsed or raw, are the same body
+    assert inspect_proxy(INGRESS, ORIGIN, {**ORIGIN, "body": b'{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"Header mismatch"}}'}) == []
+
+
+def test_collapsed_error_and_changed_body_are_the_seed_strings():
+    egress = {"status": 500, "headers": JSON, "body": {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "Internal error"}}}
+    assert inspect_proxy(INGRESS, ORIGIN, egress) == ["proxy collapsed a protocol error into HTTP 500", "proxy changed the origin JSON-RPC body"]
+    cases = [f["case"] for f in proxy_findings(INGRESS, ORIGIN, egress)]
+    assert cases == ["negative-proxy-collapsed-error", "negative-proxy-changed-body"]
+
+
+def test_a_500_origin_passed_through_is_not_a_collapse():
+    origin = {"status": 500, "headers": JSON, "body": ERROR}
+    assert inspect_proxy(INGRESS, origin, dict(origin)) == []
+
+
+def test_status_and_content_type_changes():
+    assert inspect_proxy(INGRESS, ORIGIN, {**ORIGIN, "status": 200}) == [PROXY_ISSUES["negative-proxy-changed-status"]]
+    assert inspect_proxy(INGRESS, ORIGIN, {**ORIGIN, "headers": [("content-type", "text/plain")]}) == [PROXY_ISSUES["negative-proxy-content-type"]]
+    assert inspect_proxy(INGRESS, ORIGIN, {**ORIGIN, "headers": [("content-type", "application/json; charset=utf-8")]}) == []
+
+
+def test_id_type_change_is_a_body_change():
+    assert inspect_proxy(INGRESS, ORIGIN, {**ORIGIN, "body": {**ERROR, "id": "7"}}) == [PROXY_ISSUES["negative-proxy-changed-body"]]
+
+
+def test_request_side_changes_when_the_origin_request_was_captured():
+    seen = {"headers": [("Accept", "application/json"), ("Mcp-Method", "tools/list")], "body": REQ}
+    findings = proxy_findings(INGRESS, {**ORIGIN, "request": seen}, dict(ORIGIN))
+    assert [f["case"] for f in findings] == ["negative-proxy-request-changed"]
+    assert "accept" in findings[0]["detail"]
+    assert proxy_findings(INGRESS, {**ORIGIN, "request": INGRESS}, dict(ORIGIN)) == []

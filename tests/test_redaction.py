@@ -1,0 +1,275 @@
+"""Redaction: every spelling of every secret family is removed at any depth, nothing else is."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcplab.redaction import (
+    NON_SECRET_KEYS,
+    REDACTED,
+    REDACTION_RULES_VERSION,
+    SECRET_KEY_FAMILIES,
+    fold_key,
+    is_secret_key,
+    redact,
+    redaction_paths,
+)
+
+#: Each family as words, so tests can spell it in every style.
+FAMILY_WORDS: dict[str, list[str]] = {
+    "authorization": ["authorization"],
+    "cookie": ["cookie"],
+    "setcookie": ["set", "cookie"],
+    "xapikey": ["x", "api", "key"],
+    "accesstoken": ["access", "token"],
+    "clientsecret": ["client", "secret"],
+    "registrationaccesstoken": ["registration", "access", "token"],
+    "token": ["token"],
+    "password": ["password"],
+    "secret": ["secret"],
+    "apikey": ["api", "key"],
+}
+PREFIXES = ["x", "github", "proxy", "oauth", "my", "refresh"]
+SEPARATORS = ["-", "_", ".", " ", "camel", ""]
+MARKER = "S3CR3T"
+
+
+def test_family_table_is_covered():
+    assert set(FAMILY_WORDS) == set(SECRET_KEY_FAMILIES)
+    assert REDACTION_RULES_VERSION == 1
+
+
+def _case(word: str, style: str) -> str:
+    return {"lower": word.lower(), "upper": word.upper(), "title": word.title()}[style]
+
+
+@st.composite
+def secret_spellings(draw: st.DrawFn) -> tuple[str, str]:
+    """(family, spelled key): case changes, separators, camelCase, optional prefix."""
+    family = draw(st.sampled_from(sorted(FAMILY_WORDS)))
+    words = list(FAMILY_WORDS[family])
+    prefix = draw(st.none() | st.sampled_from(PREFIXES))
+    if prefix:
+        words = [prefix, *words]
+    sep = draw(st.sampled_from(SEPARATORS))
+    if sep == "camel":
+        first = draw(st.sampled_from(["lower", "upper"]))
+        name = _case(words[0], first) + "".join(w.title() for w in words[1:])
+    else:
+        styles = draw(st.lists(st.sampled_from(["lower", "upper", "title"]), min_size=len(words),
+                               max_size=len(words)))
+        name = sep.join(_case(w, s) for w, s in zip(words, styles))
+    return family, name
+
+
+safe_keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789-_. ", min_size=1,
+                    max_size=12).filter(lambda k: not is_secret_key(k))
+safe_scalars = st.none() | st.booleans() | st.integers() | st.text(alphabet="abcdefgh xyz", max_size=8)
+safe_values = st.recursive(
+    safe_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(safe_keys, inner, max_size=3),
+    max_leaves=8,
+)
+secret_strings = st.text(alphabet="0123456789abcdef", min_size=4, max_size=16).map(
+    lambda s: f"{MARKER}-{s}"
+)
+
+
+@st.composite
+def secret_values(draw: st.DrawFn) -> object:
+    """A secret of any JSON shape: string, number-with-marker list, nested dict/list."""
+    secret = draw(secret_strings)
+    return draw(st.sampled_from([
+        secret,
+        [secret],
+        {"inner": secret},
+        {"deeper": [1, {"x": secret}]},
+        (secret, "tuple"),
+    ]))
+
+
+def _key_path(parent: str, key: str) -> str:
+    if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+        return f"{parent}.{key}"
+    return f"{parent}['{key}']"
+
+
+@st.composite
+def nested_secret_documents(draw: st.DrawFn) -> tuple[object, str, str]:
+    """(document, expected path of the secret, spelled key) with the secret at arbitrary depth."""
+    _family, key = draw(secret_spellings())
+    value = draw(secret_values())
+    siblings = draw(st.dictionaries(safe_keys, safe_values, max_size=2))
+    node: object = {**siblings, key: value}
+    steps: list[tuple[str, object]] = []  # outermost last
+    for _ in range(draw(st.integers(min_value=0, max_value=5))):
+        if draw(st.booleans()):
+            wrap_key = draw(safe_keys)
+            others = draw(st.dictionaries(safe_keys, safe_values, max_size=2))
+            others.pop(wrap_key, None)
+            node = {**others, wrap_key: node}
+            steps.append(("key", wrap_key))
+        else:
+            fillers = draw(st.lists(safe_values, max_size=3))
+            index = draw(st.integers(min_value=0, max_value=len(fillers)))
+            fillers.insert(index, node)
+            node = fillers
+            steps.append(("index", index))
+    path = "$"
+    for kind, step in reversed(steps):
+        path = _key_path(path, step) if kind == "key" else f"{path}[{step}]"
+    return node, _key_path(path, key), key
+
+
+# ------------------------------------------------------------------ folding and key rules
+
+
+@pytest.mark.parametrize("name", ["X-Api-Key", "x_api_key", "xApiKey", "x.api.key", "X API KEY"])
+def test_fold_key_spellings_meet(name):
+    assert fold_key(name) == "xapikey"
+
+
+@given(secret_spellings())
+def test_every_spelling_of_every_family_is_secret(spelled):
+    family, name = spelled
+    assert fold_key(name).endswith(family)
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "accessToken",
+     "clientSecret", "registrationAccessToken", "token", "password", "secret", "api_key",
+     "github_token", "refresh_token", "id_token", "client_secret", "DB_PASSWORD"],
+)
+def test_named_secret_keys(name):
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["progressToken", "progress_token", "maxTokens", "tokenType", "nextCursor", "passwordHint",
+     "name", "Accept", "Content-Type", "expires_in", "secretary_id"],
+)
+def test_non_secret_keys(name):
+    assert not is_secret_key(name)
+
+
+def test_progress_token_is_a_documented_exception():
+    assert "progresstoken" in NON_SECRET_KEYS
+    doc = {"params": {"_meta": {"progressToken": "abc-123"}}}
+    assert redact(doc) == doc
+    assert redaction_paths(doc) == []
+
+
+def test_non_string_keys_are_not_secret():
+    assert not is_secret_key(7)
+    assert redact({7: "x"}) == {7: "x"}
+
+
+# ------------------------------------------------------------------ the walk
+
+
+@given(nested_secret_documents())
+def test_secret_redacted_at_any_depth(case):
+    doc, path, _key = case
+    out = redact(doc)
+    assert MARKER not in json.dumps(out)
+    assert path in redaction_paths(doc)
+
+
+@given(st.dictionaries(safe_keys, safe_values, max_size=6))
+def test_non_secret_keys_keep_their_values(doc):
+    assert redact(doc) == doc
+    assert redaction_paths(doc) == []
+
+
+any_keys = safe_keys | secret_spellings().map(lambda fk: fk[1]) | st.just("progressToken")
+any_scalars = safe_scalars | secret_strings | st.sampled_from(
+    ["http://h/p?token=abc&x=1", "https://h/?api_key=k#access_token=t&s=1", "http://h/?a=1"]
+)
+any_documents = st.recursive(
+    any_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(any_keys, inner)
+        | st.dictionaries(any_keys, inner, max_size=3)
+        | st.fixed_dictionaries({"name": any_keys, "value": inner})
+    ),
+    max_leaves=12,
+)
+
+
+@given(any_documents)
+def test_redaction_is_idempotent(doc):
+    once = redact(doc)
+    assert redact(once) == once
+    assert redaction_paths(once) == redaction_paths(doc)
+
+
+@given(any_documents)
+def test_input_is_not_mutated(doc):
+    before = copy.deepcopy(doc)
+    redact(doc)
+    redaction_paths(doc)
+    assert doc == before
+
+
+def test_secret_of_any_type_is_replaced_whole():
+    doc = {"auth": {"clientSecret": {"nested": ["x", 1]}, "password": 1234, "token": None}}
+    assert redact(doc) == {"auth": {"clientSecret": REDACTED, "password": REDACTED, "token": REDACTED}}
+    assert redaction_paths(doc) == [
+        "$.auth.clientSecret", "$.auth.password", "$.auth.token",
+    ]
+
+
+def test_header_pairs_in_a_list():
+    doc = {"requestHeaders": [["Authorization", "Bearer abc"], ("Accept", "application/json"),
+                              ("set-cookie", "sid=1")]}
+    assert redact(doc) == {"requestHeaders": [["Authorization", REDACTED],
+                                              ["Accept", "application/json"],
+                                              ["set-cookie", REDACTED]]}
+    assert redaction_paths(doc) == ["$.requestHeaders[0][1]", "$.requestHeaders[2][1]"]
+
+
+def test_a_pair_not_inside_a_list_is_left_alone():
+    doc = {"words": ["token", "abc"]}
+    assert redact(doc) == doc
+
+
+def test_har_style_headers():
+    doc = {"headers": [{"name": "X-Api-Key", "value": "k1"}, {"name": "Accept", "value": "*/*"}]}
+    assert redact(doc) == {"headers": [{"name": "X-Api-Key", "value": REDACTED},
+                                       {"name": "Accept", "value": "*/*"}]}
+    assert redaction_paths(doc) == ["$.headers[0].value"]
+
+
+def test_url_query_and_fragment_parameters():
+    doc = {"url": "https://h.example/p?token=abc&x=1&API_KEY=k#access_token=t&state=s"}
+    out = redact(doc)
+    assert out == {"url": "https://h.example/p?token=%5BREDACTED%5D&x=1&API_KEY=%5BREDACTED%5D"
+                          "#access_token=%5BREDACTED%5D&state=s"}
+    assert redaction_paths(doc) == ["$.url?token", "$.url?API_KEY", "$.url#access_token"]
+    for secret in ("abc", "=k", "=t"):
+        assert secret not in out["url"]
+
+
+def test_non_url_strings_and_bytes_are_kept():
+    doc = {"note": "see ?token=abc", "raw": b"token=abc", "ftp": "ftp://h/?token=a"}
+    assert redact(doc) == doc
+
+
+def test_paths_name_awkward_keys():
+    doc = {"headers": {"X-Api-Key": "k", "Authorization": "a"}, "body": {"params": {"clientSecret": "c"}}}
+    assert redaction_paths(doc) == ["$.headers['X-Api-Key']", "$.headers.Authorization",
+                                    "$.body.params.clientSecret"]
+
+
+def test_tuples_become_lists():
+    assert redact({"a": (1, (2, 3))}) == {"a": [1, [2, 3]]}

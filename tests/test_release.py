@@ -1,0 +1,461 @@
+"""Release gate: health window, rollback evidence, and the promote/rollback/halt decision."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from mcplab.errors import EvidenceError
+from mcplab.release import (
+    ROLLBACK_PIN_FIELDS,
+    HealthPolicy,
+    ReleaseGate,
+    ReleasePolicy,
+    evaluate_health,
+    rollback_evidence_problems,
+    rollback_evidence_ready,
+    sign_rollback_evidence,
+)
+
+KEY = b"release-controller-key"
+SIGNERS = {"release-controller": KEY}
+HEX = "ab" * 32
+
+
+def window(n=30, *, latency=100.0, errors=0, saturation=0.5, span=120.0):
+    """A health window of ``n`` samples spread evenly over ``span`` seconds."""
+    return [
+        {"t": span * i / (n - 1) if n > 1 else 0.0, "latencyMs": latency, "error": i < errors,
+         "saturation": saturation}
+        for i in range(n)
+    ]
+
+
+def healthy_result():
+    return evaluate_health(window())
+
+
+def rollback_evidence(**overrides):
+    evidence = {
+        "version": "1.4.2",
+        "acceptanceEvidence": {"transcriptsPassed": 15, "transcriptsTotal": 15, "digest": "cd" * 32},
+        "artifactSha256": "01" * 32,
+        "descriptorSha256": "23" * 32,
+        "acceptanceSha256": "45" * 32,
+        "registryState": "active",
+        "health": {"healthy": True, "reasons": []},
+        "routeRestoration": ["route 100% of traffic to 1.4.2", "confirm health window"],
+    }
+    evidence.update(overrides)
+    return sign_rollback_evidence(evidence, "release-controller", KEY)
+
+
+# ------------------------------------------------------------------ health window
+
+
+def test_healthy_window():
+    result = healthy_result()
+    assert result["healthy"] is True
+    assert result["reasons"] == []
+    assert result["metrics"] == {"samples": 30, "errorRate": 0.0, "latencyPercentile": 99.0,
+                                 "latencyMs": 100.0, "durationS": 120.0, "maxSaturation": 0.5}
+    assert result["policy"]["maxLatencyMs"] == 500.0
+    json.dumps(result, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    ("samples", "words"),
+    [
+        (window(n=19), "fewer than the minimum 20"),
+        (window(n=100, errors=2), "error rate 0.02 above maximum 0.01"),
+        (window(latency=501.0), "p99 latency 501 ms above maximum 500 ms"),
+        (window(saturation=0.81), "saturation 0.81 above maximum 0.8"),
+        (window(span=59.0), "observed duration 59 s below minimum 60 s"),
+    ],
+    ids=["min-samples", "error-rate", "latency", "saturation", "duration"],
+)
+def test_each_threshold_trips_alone(samples, words):
+    result = evaluate_health(samples)
+    assert result["healthy"] is False
+    assert len(result["reasons"]) == 1
+    assert words in result["reasons"][0]
+
+
+def test_thresholds_are_inclusive_at_the_limit():
+    assert evaluate_health(window(n=20, latency=500.0, saturation=0.8, span=60.0))["healthy"] is True
+    assert evaluate_health(window(n=100, errors=1))["healthy"] is True
+
+
+def test_nearest_rank_percentile_on_a_known_list():
+    latencies = [15, 20, 35, 40, 50]
+    samples = [{"t": float(i), "latencyMs": v, "error": False} for i, v in enumerate(latencies)]
+    for percentile, expected in [(5, 15), (30, 20), (40, 20), (50, 35), (99, 50), (100, 50)]:
+        policy = HealthPolicy(min_samples=1, min_duration_s=0.0, latency_percentile=percentile)
+        assert evaluate_health(samples, policy)["metrics"]["latencyMs"] == expected
+
+
+def test_no_samples_is_never_healthy():
+    result = evaluate_health([], HealthPolicy(min_samples=0, min_duration_s=0.0))
+    assert result["healthy"] is False
+    assert "no health samples" in result["reasons"][0]
+
+
+def test_saturation_is_optional():
+    samples = [{k: v for k, v in s.items() if k != "saturation"} for s in window()]
+    result = evaluate_health(samples)
+    assert result["healthy"] is True
+    assert result["metrics"]["maxSaturation"] is None
+
+
+def test_baseline_latency_regression():
+    baseline = evaluate_health(window(latency=100.0))["metrics"]
+    assert evaluate_health(window(latency=150.0), baseline=baseline)["healthy"] is True
+    result = evaluate_health(window(latency=151.0), baseline=baseline)
+    assert result["healthy"] is False
+    assert "regressed above baseline 100 ms x 1.5 = 150 ms" in result["reasons"][0]
+
+
+def test_baseline_error_rate_regression():
+    baseline = {"latencyMs": 100.0, "errorRate": 0.0}
+    policy = HealthPolicy(max_error_rate=0.05)
+    assert evaluate_health(window(n=100, errors=5), policy, baseline)["healthy"] is True
+    result = evaluate_health(window(n=100, errors=6), policy, baseline)
+    assert result["healthy"] is False
+    assert any("error rate 0.06 regressed above baseline 0 + 0.05" in r for r in result["reasons"])
+
+
+def test_baseline_may_be_a_whole_result():
+    result = evaluate_health(window(latency=200.0), baseline=healthy_result())
+    assert result["healthy"] is False
+
+
+def test_baseline_with_another_percentile_is_not_comparable():
+    baseline = {"latencyMs": 100.0, "errorRate": 0.0, "latencyPercentile": 95.0}
+    with pytest.raises(EvidenceError, match="latencyPercentile"):
+        evaluate_health(window(), baseline=baseline)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda s: s.pop("t"), "sample 3: field 't' is missing"),
+        (lambda s: s.pop("latencyMs"), "sample 3: field 'latencyMs' is missing"),
+        (lambda s: s.pop("error"), "sample 3: field 'error' is missing"),
+        (lambda s: s.update(error="no"), "sample 3: field 'error' must be a boolean"),
+        (lambda s: s.update(error=0), "sample 3: field 'error' must be a boolean"),
+        (lambda s: s.update(latencyMs="5"), "sample 3: field 'latencyMs' must be a finite number"),
+        (lambda s: s.update(latencyMs=True), "sample 3: field 'latencyMs' must be a finite number"),
+        (lambda s: s.update(t=float("nan")), "sample 3: field 't' must be a finite number"),
+        (lambda s: s.update(saturation=1.5), "sample 3: field 'saturation' must be within 0..1"),
+    ],
+)
+def test_malformed_samples_raise_naming_index_and_field(mutate, words):
+    samples = window()
+    mutate(samples[3])
+    with pytest.raises(EvidenceError, match=words.replace(".", r"\.")):
+        evaluate_health(samples)
+
+
+def test_samples_must_be_a_list_of_objects():
+    with pytest.raises(EvidenceError):
+        evaluate_health({"t": 0})
+    with pytest.raises(EvidenceError, match="sample 0"):
+        evaluate_health(["x"])
+
+
+def test_bad_policy_is_rejected():
+    with pytest.raises(ValueError):
+        HealthPolicy(latency_percentile=0)
+
+
+# ------------------------------------------------------------------ rollback evidence
+
+
+def test_signed_evidence_is_ready():
+    evidence = rollback_evidence()
+    assert rollback_evidence_problems(evidence, SIGNERS) == []
+    assert rollback_evidence_ready(evidence, SIGNERS) is True
+    assert evidence["certificate"]["algorithm"] == "HMAC-SHA-256"
+    assert len(evidence["certificate"]["signature"]) == 64
+
+
+def test_signing_does_not_mutate_and_replaces_an_old_certificate():
+    evidence = rollback_evidence()
+    before = copy.deepcopy(evidence)
+    again = sign_rollback_evidence(evidence, "release-controller", KEY)
+    assert evidence == before
+    assert again == evidence
+
+
+@pytest.mark.parametrize("field", ROLLBACK_PIN_FIELDS)
+def test_missing_pin_field_fails(field):
+    evidence = rollback_evidence()
+    del evidence[field]
+    evidence = sign_rollback_evidence(evidence, "release-controller", KEY)
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert f"{field}: missing" in problems
+
+
+def test_missing_certificate_fails():
+    evidence = rollback_evidence()
+    del evidence["certificate"]
+    assert rollback_evidence_problems(evidence, SIGNERS) == ["certificate: missing"]
+
+
+@pytest.mark.parametrize("healthy", ["yes", 1, "true", None, False])
+def test_truthy_health_is_not_readiness(healthy):
+    evidence = rollback_evidence(health={"healthy": healthy})
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert problems == [f"health.healthy: must be the boolean true, got {healthy!r}"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("version", "1.4.3"),
+        ("artifactSha256", "ff" * 32),
+        ("registryState", "active "),
+        ("routeRestoration", ["route 100% of traffic to 1.4.3"]),
+        ("acceptanceEvidence", {"transcriptsPassed": 16, "transcriptsTotal": 16, "digest": "cd" * 32}),
+    ],
+)
+def test_tampering_after_signing_fails(field, value):
+    evidence = rollback_evidence()
+    evidence[field] = value
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert any(p.startswith("certificate.signature: does not match") for p in problems)
+
+
+def test_wrong_key_fails():
+    evidence = sign_rollback_evidence(
+        {k: v for k, v in rollback_evidence().items() if k != "certificate"}, "release-controller", b"wrong"
+    )
+    assert rollback_evidence_problems(evidence, SIGNERS) == [
+        "certificate.signature: does not match the evidence under 'release-controller''s key"
+    ]
+
+
+def test_untrusted_signer_fails():
+    evidence = sign_rollback_evidence(rollback_evidence(), "mallory", KEY)
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert problems == ["certificate.signer: 'mallory' is not a trusted release-controller identity"]
+    assert not rollback_evidence_ready(rollback_evidence(), {})
+
+
+@pytest.mark.parametrize(
+    "certificate",
+    [
+        "signed",
+        {"signer": "release-controller", "algorithm": "HMAC-SHA-1", "signature": HEX},
+        {"signer": "release-controller", "algorithm": "HMAC-SHA-256", "signature": "AB" * 32},
+        {"signer": "release-controller", "algorithm": "HMAC-SHA-256"},
+    ],
+)
+def test_malformed_certificate_fails(certificate):
+    evidence = rollback_evidence()
+    evidence["certificate"] = certificate
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert problems and all(p.startswith("certificate") for p in problems)
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["", "  ", "^1.4.2", "~1.4", "1.*", ">=1.4", "<2", "=1.4.2", "1.x", "1.4.X", "1.4 || 1.5",
+     "latest", "Current", "previous", None, 142],
+)
+def test_inexact_versions_fail(version):
+    problems = rollback_evidence_problems(rollback_evidence(version=version), SIGNERS)
+    assert len(problems) == 1 and problems[0].startswith("version:")
+
+
+@pytest.mark.parametrize("version", ["1.4.2", "v2.0.0-rc.1", "2026.07.28+build.7", "sha-0ab1c2"])
+def test_exact_versions_pass(version):
+    assert rollback_evidence_ready(rollback_evidence(version=version), SIGNERS)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "prefix"),
+    [
+        ("artifactSha256", "AB" * 32, "artifactSha256:"),
+        ("descriptorSha256", "ab" * 31, "descriptorSha256:"),
+        ("acceptanceSha256", "zz" * 32, "acceptanceSha256:"),
+        ("registryState", "deprecated", "registryState:"),
+        ("health", "healthy", "health:"),
+        ("routeRestoration", [], "routeRestoration:"),
+        ("routeRestoration", ["ok", " "], "routeRestoration:"),
+        ("routeRestoration", "switch back", "routeRestoration:"),
+        ("acceptanceEvidence", {"transcriptsPassed": 14, "transcriptsTotal": 15, "digest": HEX},
+         "acceptanceEvidence: only 14 of 15"),
+        ("acceptanceEvidence", {"transcriptsPassed": 0, "transcriptsTotal": 0, "digest": HEX},
+         "acceptanceEvidence.transcriptsTotal:"),
+        ("acceptanceEvidence", {"transcriptsPassed": True, "transcriptsTotal": 1, "digest": HEX},
+         "acceptanceEvidence.transcriptsPassed:"),
+        ("acceptanceEvidence", {"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "x"},
+         "acceptanceEvidence.digest:"),
+        ("acceptanceEvidence", [], "acceptanceEvidence:"),
+    ],
+)
+def test_each_bad_field_is_named(field, value, prefix):
+    problems = rollback_evidence_problems(rollback_evidence(**{field: value}), SIGNERS)
+    assert len(problems) == 1 and problems[0].startswith(prefix), problems
+
+
+@pytest.mark.parametrize("evidence", [None, "ready", ["version"], 1])
+def test_non_dict_evidence_is_a_problem_not_a_crash(evidence):
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert len(problems) == 1 and problems[0].startswith("rollback evidence:")
+    assert rollback_evidence_ready(evidence, SIGNERS) is False
+
+
+def test_every_problem_is_listed():
+    problems = rollback_evidence_problems({"registryState": "gone"}, SIGNERS)
+    # seven pin fields missing, the certificate missing, and the wrong registry state
+    assert len(problems) == len(ROLLBACK_PIN_FIELDS) + 1
+    assert "registryState: must be 'active', got 'gone'" in problems
+    assert "certificate: missing" in problems
+
+
+# ------------------------------------------------------------------ the gate
+
+TRANSCRIPTS = [{"name": "golden-modern-discovery", "passed": True},
+               {"name": "negative-header-body-mismatch", "passed": True}]
+CLEAN_DIFF = {"case": "golden-modern-discovery", "dropped": ["resultType"], "changed": [], "semanticLoss": []}
+LOSSY_DIFF = {"case": "golden-future-hint", "dropped": ["futureHint"], "changed": [],
+              "semanticLoss": ["futureHint"]}
+CLEAN_PROXY = {"issues": []}
+BAD_PROXY = {"issues": ["proxy collapsed a protocol error into HTTP 500"]}
+
+
+def gate(**policy):
+    return ReleaseGate(ReleasePolicy(trusted_signers=SIGNERS, **policy))
+
+
+def decide(g=None, **overrides):
+    evidence = {
+        "transcripts": TRANSCRIPTS,
+        "sdk_diffs": [CLEAN_DIFF],
+        "proxy_reports": [CLEAN_PROXY],
+        "health": healthy_result(),
+        "rollback": rollback_evidence(),
+    }
+    evidence.update(overrides)
+    result = (g or gate()).evaluate(**evidence)
+    assert json.loads(json.dumps(result, allow_nan=False)) == result
+    return result
+
+
+def test_promote_when_candidate_passes_and_rollback_proven():
+    result = decide()
+    assert result["action"] == "promote"
+    assert result["reasons"] == []
+    assert result["candidatePassed"] is True and result["rollbackReady"] is True
+    assert result["rollbackProblems"] == []
+
+
+def test_halt_when_candidate_passes_but_rollback_unproven():
+    result = decide(rollback=None)
+    assert result["action"] == "halt"
+    assert result["candidatePassed"] is True and result["rollbackReady"] is False
+    assert result["rollbackProblems"] == ["rollback evidence: missing"]
+    assert "verify rollback evidence before promotion" in result["reasons"][-1]
+
+
+def test_rollback_when_candidate_fails_and_rollback_proven():
+    result = decide(proxy_reports=[BAD_PROXY])
+    assert result["action"] == "rollback"
+    assert result["reasons"] == ["proxy issue: proxy collapsed a protocol error into HTTP 500"]
+
+
+def test_halt_when_candidate_fails_and_rollback_unproven():
+    result = decide(proxy_reports=[BAD_PROXY], rollback=rollback_evidence(health={"healthy": "yes"}))
+    assert result["action"] == "halt"
+    assert result["candidatePassed"] is False and result["rollbackReady"] is False
+    assert "halting traffic" in result["reasons"][-1]
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [("transcripts", "no transcript evidence"), ("sdk_diffs", "no SDK-diff evidence"),
+     ("proxy_reports", "no proxy evidence")],
+)
+def test_empty_evidence_source_blocks(source, reason):
+    result = decide(**{source: []})
+    assert result["action"] == "rollback"
+    assert result["reasons"] == [reason]
+
+
+def test_missing_health_blocks():
+    assert decide(health=None)["reasons"] == ["no health evidence"]
+
+
+def test_failed_transcripts_are_named():
+    transcripts = [*TRANSCRIPTS, {"name": "negative-unknown-result-type", "passed": False},
+                   {"name": "negative-bad-jsonrpc", "passed": False}]
+    result = decide(transcripts=transcripts)
+    assert result["reasons"] == ["transcripts failed: negative-unknown-result-type, negative-bad-jsonrpc"]
+
+
+def test_truthy_transcript_pass_is_malformed():
+    result = decide(transcripts=[{"name": "x", "passed": "yes"}])
+    assert result["candidatePassed"] is False
+
+
+def test_semantic_loss_blocks_with_the_path():
+    result = decide(sdk_diffs=[CLEAN_DIFF, LOSSY_DIFF])
+    assert result["action"] == "rollback"
+    assert result["reasons"] == ["SDK diff golden-future-hint: semantic loss of 'futureHint' not allowed by policy"]
+
+
+def test_allowed_drop_turns_future_hint_loss_into_promote():
+    result = decide(gate(allowed_drops=("futureHint",)), sdk_diffs=[CLEAN_DIFF, LOSSY_DIFF])
+    assert result["action"] == "promote"
+    assert result["allowedDrops"] == ["futureHint"]
+    assert result["unusedAllowedDrops"] == []
+
+
+def test_drop_already_excused_by_compare_sdk_view_counts_as_used():
+    excused = {**LOSSY_DIFF, "semanticLoss": [], "allowedDrops": ["futureHint"]}
+    result = decide(gate(allowed_drops=("futureHint",)), sdk_diffs=[excused])
+    assert result["action"] == "promote"
+    assert result["allowedDrops"] == ["futureHint"]
+
+
+def test_unused_allowed_drop_is_reported():
+    result = decide(gate(allowed_drops=["futureHint"]))
+    assert result["action"] == "promote"
+    assert result["allowedDrops"] == []
+    assert result["unusedAllowedDrops"] == ["futureHint"]
+
+
+@pytest.mark.parametrize("healthy", ["yes", 1, None])
+def test_truthy_health_does_not_pass_the_gate(healthy):
+    health = dict(healthy_result(), healthy=healthy)
+    result = decide(health=health)
+    assert result["candidatePassed"] is False
+    assert result["action"] == "rollback"
+
+
+def test_unhealthy_window_reasons_are_carried():
+    result = decide(health=evaluate_health(window(n=5)))
+    assert result["reasons"] == ["health window not healthy: only 5 health samples, fewer than the minimum 20"]
+
+
+def test_green_health_cannot_fill_missing_boundaries():
+    result = decide(transcripts=[], sdk_diffs=[], proxy_reports=[])
+    assert result["reasons"] == ["no transcript evidence", "no SDK-diff evidence", "no proxy evidence"]
+    assert result["action"] == "rollback"
+
+
+def test_malformed_candidate_evidence_blocks_without_crashing():
+    result = decide(sdk_diffs=[{"dropped": []}], proxy_reports=["oops"])
+    assert result["candidatePassed"] is False
+    assert len(result["reasons"]) == 2
+
+
+def test_untrusted_rollback_signer_halts():
+    policy_without_signer = ReleaseGate(ReleasePolicy())
+    result = decide(policy_without_signer, proxy_reports=[BAD_PROXY])
+    assert result["action"] == "halt"
+    assert any("certificate.signer" in p for p in result["rollbackProblems"])
