@@ -17,8 +17,9 @@ File format (one JSON object per file under ``mcplab/transcripts/``; see README)
       "responseHeaders": [["Content-Type", "application/json"]],
       "responseBody": {...} | null,              # null: empty body
       "responseText": "raw body",                # instead of "responseBody" when not JSON
-      "origin": {"status": 400, "headers": [...], "body": {...}},  # proxy cases: what the origin sent;
-                                                 # then response* is what the proxy sent on (egress)
+      "origin": {"status": 400, "headers": [...], "body": {...},   # proxy cases: what the origin sent;
+                 "request": {"headers": [...], "body": {...}}},  # optional: what the origin received;
+                                                 # response* is then what the proxy sent on (egress)
       "then": [ {requestHeaders, request, responseStatus, responseHeaders, responseBody}, ... ],
       "expect": {"boundary": "origin", "code": -32020}   # negatives only
     }
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -309,18 +310,24 @@ def _check_retry(previous: dict[str, Any], retry: dict[str, Any]) -> None:
         raise _Verdict(f"the retry leaves input requests unanswered: {sorted(wanted - answered)}")
 
 
-def _run_golden(t: Transcript) -> str:
+def _exchanges(t: Transcript) -> Iterator[tuple[int, Any, ProtocolViolation | None]]:
+    """Judge the exchanges in order; yields (index, result, client-side violation). A rejected request stops it."""
     previous: Any = None
     for index, ex in enumerate(t.exchanges):
         try:
             result, violation = _judge_exchange(t, ex, previous)
         except ProtocolViolation as v:
-            raise _Verdict(f"exchange {index}: request rejected ({v.case}, {v.code}): {v.message}") from None
+            raise _Verdict(f"exchange {index}: the request was rejected ({v.case}, {v.code}): {v.message}") from None
+        yield index, result, violation
+        previous = result
+
+
+def _run_golden(t: Transcript) -> str:
+    for index, result, violation in _exchanges(t):
         if violation is not None:
             raise _Verdict(f"exchange {index}: response rejected ({violation.case}, {violation.code}): {violation.message}")
         if isinstance(result, dict) and "error" in result:
             raise _Verdict(f"exchange {index}: a golden exchange was answered with error {result['error']!r}")
-        previous = result
     return f"accepted {len(t.exchanges)} exchange(s)"
 
 
@@ -358,18 +365,11 @@ def _run_origin(t: Transcript, expect: Mapping[str, Any]) -> tuple[str, dict[str
 
 def _run_downstream(t: Transcript, expect: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """Client and serializer boundaries: a valid request, a response that must be refused."""
-    previous: Any = None
-    for index, ex in enumerate(t.exchanges):
-        try:
-            result, violation = _judge_exchange(t, ex, previous)
-        except ProtocolViolation as v:
-            raise _Verdict(f"exchange {index}: the request itself is invalid ({v.case}): {v.message}") from None
+    for index, _result, violation in _exchanges(t):
         if violation is not None:
-            seen = _observed(violation)
             if violation.case != t.name or violation.code != expect["code"]:
                 raise _Verdict(f"rejected as {violation.case} ({violation.code}), expected {t.name} ({expect['code']})")
-            return f"exchange {index} rejected at the {expect['boundary']}: {violation.message}", seen
-        previous = result
+            return f"exchange {index} rejected at the {expect['boundary']}: {violation.message}", _observed(violation)
     raise _Verdict(f"every response was accepted; expected {t.name} at the {expect['boundary']}")
 
 
