@@ -35,13 +35,13 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def _selected(args: argparse.Namespace) -> list:
-    if args.file:
-        return [load_transcript(path) for path in args.file]
-    transcripts = load_transcripts(args.dir)
+    """The transcripts a command works on: --file/--dir or the shipped suite, filtered by --case."""
+    transcripts = [load_transcript(path) for path in args.file] if args.file else load_transcripts(args.dir)
     if args.case:
-        unknown = [name for name in args.case if name not in {t.name for t in transcripts}]
+        present = {t.name for t in transcripts}
+        unknown = [name for name in args.case if name not in present]
         if unknown:
-            hint = "a known case without a transcript" if unknown[0] in CASES else "not a case name"
+            hint = "a known case without a transcript here" if unknown[0] in CASES else "not a case name"
             raise UsageError(f"no transcript named {unknown[0]!r} ({hint}); see 'mcplab transcripts list'")
         transcripts = [t for t in transcripts if t.name in args.case]
     return transcripts

@@ -77,3 +77,10 @@ def test_cases_json(capsys):
     assert main(["cases", "--json"]) == 0
     names = [c["name"] for c in json.loads(capsys.readouterr().out)]
     assert "negative-header-body-mismatch" in names
+
+
+def test_case_filter_applies_to_files_too(tmp_path, capsys):
+    path = transcripts_dir() / "golden-modern-list.json"
+    assert main(["transcripts", "run", "--file", str(path), "--case", "golden-modern-list"]) == 0
+    capsys.readouterr()
+    assert main(["transcripts", "run", "--file", str(path), "--case", "golden-modern-call"]) == 2
