@@ -3,7 +3,7 @@
 The files under ``mcplab/transcripts/`` are read with ``json`` + ``pathlib`` only (never
 through mcplab's own runner), and every golden exchange is validated with
 ``jsonschema.Draft202012Validator`` against the official schema of its era
-(``/work/shared/spec`` or ``$MCPLAB_SPEC_DIR``). The suite's bookkeeping is checked here
+(``$MCPLAB_SPEC_DIR``, ``../shared/spec`` beside the checkout, or ``/work/shared/spec``). The suite's bookkeeping is checked here
 too: names come from ``mcplab.cases.CASES``, negatives carry the registry's boundary and
 code, file names match ``name[.variant]``, and every core case has at least one file.
 """
@@ -26,7 +26,17 @@ from mcplab.cases import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT / "mcplab" / "transcripts"
-SPEC_DIR = Path(os.environ.get("MCPLAB_SPEC_DIR", "/work/shared/spec"))
+
+def _spec_dir() -> Path:
+    """``$MCPLAB_SPEC_DIR``, else ``../shared/spec`` beside the checkout (as in CI), else /work/shared/spec."""
+    candidates = [os.environ.get("MCPLAB_SPEC_DIR"), ROOT.parent / "shared" / "spec", "/work/shared/spec"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "mcp-2026-07-28.schema.json").is_file():
+            return Path(candidate)
+    raise RuntimeError(f"official MCP schemas not found in any of {candidates}; set MCPLAB_SPEC_DIR")
+
+
+SPEC_DIR = _spec_dir()
 SCHEMA_FILES = {"modern": "mcp-2026-07-28.schema.json", "legacy": "mcp-2025-11-25.schema.json"}
 VERSIONS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
 
