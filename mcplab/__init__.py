@@ -10,6 +10,7 @@ from . import (
     errors,
     evidence,
     headers,
+    jsonvalue,
     proxy_evidence,
     redaction,
     release,
@@ -25,6 +26,7 @@ from .era import *  # noqa: F403
 from .errors import *  # noqa: F403
 from .evidence import *  # noqa: F403
 from .headers import *  # noqa: F403
+from .jsonvalue import *  # noqa: F403
 from .proxy_evidence import *  # noqa: F403
 from .redaction import *  # noqa: F403
 from .release import *  # noqa: F403
@@ -40,7 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     name
     for module in (
-        versions, errors, cases, headers, requests, results, responses, era,
+        versions, errors, cases, jsonvalue, headers, requests, results, responses, era,
         sdkview, proxy_evidence, redaction, evidence, release, transcript,
     )
     for name in module.__all__

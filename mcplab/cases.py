@@ -17,6 +17,7 @@ from .errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 
@@ -33,6 +34,13 @@ class Case:
     summary: str
     boundary: str | None = None
     code: int | None = None
+    #: Other codes that classify the same invariant (e.g. -32700 for an unparsable envelope).
+    also: tuple[int, ...] = ()
+
+    @property
+    def codes(self) -> tuple[int, ...]:
+        """Every code a rejection of this case may carry."""
+        return (self.code, *self.also) if self.code is not None else ()
 
     @property
     def kind(self) -> str:
@@ -65,7 +73,8 @@ _TABLE: tuple[Case, ...] = (
     _C("negative-meta-type", "a _meta value has the wrong JSON type", "origin", INVALID_PARAMS),
     _C("negative-missing-capability", "a required client capability was not declared", "origin", MISSING_REQUIRED_CLIENT_CAPABILITY),
     _C("negative-unsupported-version", "a matching but unsupported protocol version", "origin", UNSUPPORTED_PROTOCOL_VERSION),
-    _C("negative-malformed-envelope", "a malformed JSON-RPC request envelope (-32600, or -32700 for unparsable JSON)", "origin", INVALID_REQUEST),
+    _C("negative-malformed-envelope", "a malformed JSON-RPC request envelope (-32600, or -32700 for unparsable JSON)", "origin", INVALID_REQUEST, (PARSE_ERROR,)),
+    _C("negative-retry-mismatch", "an MRTR retry that reuses the id, changes the original request, drops requestState or leaves input requests unanswered", "origin", INVALID_PARAMS),
     _C("negative-modern-missing-result-type", "a modern result without resultType", "client", INVALID_PARAMS),
     _C("negative-unknown-result-type", "resultType is not a known value", "client", INVALID_PARAMS),
     _C("negative-unadvertised-extension", "resultType task without the extension negotiated", "client", INVALID_PARAMS),
@@ -83,6 +92,8 @@ _TABLE: tuple[Case, ...] = (
     _C("negative-result-and-error", "both result and error, or neither", "client", INVALID_REQUEST),
     _C("negative-error-shape", "non-integer error code or non-string message", "client", INVALID_REQUEST),
     _C("negative-wrong-http-status", "a known protocol error (or a success) carried with the wrong HTTP status", "client", INVALID_REQUEST),
+    _C("negative-content-type", "a JSON-RPC response body without Content-Type application/json", "client", INVALID_REQUEST),
+    _C("negative-error-data", "a -32021/-32022 error without the data the spec requires", "client", INVALID_REQUEST),
     _C("negative-response-unparsable", "a response body that is not one JSON object", "client", INVALID_REQUEST),
     _C("negative-notification-answered", "a JSON-RPC response (even null wrapped as success) sent for a notification", "serializer", INVALID_REQUEST),
     _C("negative-proxy-collapsed-error", "origin 4xx JSON-RPC error turned into HTTP 500", "intermediary", INVALID_REQUEST),

@@ -44,6 +44,8 @@ def _selected(args: argparse.Namespace) -> list:
             hint = "a known case without a transcript here" if unknown[0] in CASES else "not a case name"
             raise UsageError(f"no transcript named {unknown[0]!r} ({hint}); see 'mcplab transcripts list'")
         transcripts = [t for t in transcripts if t.name in args.case]
+    if not transcripts:
+        raise UsageError(f"no transcript files in {args.dir}: nothing to judge")
     return transcripts
 
 
@@ -134,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except MCPLabError as exc:
         print(f"mcplab: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. --evidence names a directory or an unwritable place
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"mcplab: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

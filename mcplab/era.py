@@ -39,6 +39,10 @@ def _check_observation(observation: Any, index: int) -> dict[str, Any]:
         code = observation.get("code")
         if isinstance(code, bool) or not isinstance(code, int):
             raise ValueError(f"observation {index} (jsonrpc_error) needs an integer 'code', got {code!r}")
+    if kind == "discover_success" and "supportedVersions" in observation:
+        versions = observation["supportedVersions"]
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            raise ValueError(f"observation {index} (discover_success) supportedVersions must be a list of strings, got {versions!r}")
     return dict(observation)
 
 
@@ -81,6 +85,8 @@ def select_era(
         raise ValueError(f"legacy_allowed must be a boolean, got {legacy_allowed!r}")
     observations = [observation] if isinstance(observation, Mapping) else list(observation)
     checked = [_check_observation(o, i) for i, o in enumerate(observations)]
+    if not checked:
+        raise ValueError("select_era needs at least one observation of the modern probe: legacy is never chosen unprobed")
     record: dict[str, Any] = {
         "era": None,
         "mode": mode,

@@ -13,8 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import EvidenceError
 from .headers import normalize_headers
-from .responses import same_json_value
+from .jsonvalue import same_json_value
 
 __all__ = ["inspect_proxy", "proxy_findings", "PROXY_ISSUES"]
 
@@ -70,8 +71,33 @@ def _header(hop: Mapping[str, Any], name: str) -> str | None:
     return values[0] if values else None
 
 
+def _check_hop(hop: Any, name: str, *, response: bool) -> None:
+    """Empty or malformed captures are not evidence of a faithful proxy: refuse them."""
+    if not isinstance(hop, Mapping):
+        raise EvidenceError(f"{name} capture must be an object, got {type(hop).__name__}")
+    if response:
+        status = hop.get("status")
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            raise EvidenceError(f"{name}.status must be an HTTP status code, got {status!r}")
+    elif "body" not in hop:
+        raise EvidenceError(f"{name} capture needs the request body")
+    try:
+        normalize_headers(hop.get("headers"))
+    except TypeError as exc:
+        raise EvidenceError(f"{name}.headers: {exc}") from None
+
+
 def proxy_findings(ingress: Mapping[str, Any], origin: Mapping[str, Any], egress: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Every proxy fault visible in the three captures, as ``{"case", "message", "detail"}``."""
+    """Every proxy fault visible in the three captures, as ``{"case", "message", "detail"}``.
+
+    Raises ``EvidenceError`` for a missing or malformed capture (no status, bad headers): an
+    empty capture proves nothing about a proxy.
+    """
+    _check_hop(ingress, "ingress", response=False)
+    _check_hop(origin, "origin", response=True)
+    _check_hop(egress, "egress", response=True)
+    if origin.get("request") is not None:
+        _check_hop(origin["request"], "origin.request", response=False)
     findings: list[dict[str, str]] = []
 
     def add(case: str, detail: str) -> None:

@@ -70,7 +70,7 @@ NON_SECRET_KEYS: frozenset[str] = frozenset({"progresstoken"})
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_URL_PREFIXES = ("http://", "https://")
+_URL_PREFIXES = ("http://", "https://", "ws://", "wss://")
 #: ``REDACTED`` as it appears inside a URL query or fragment: percent-encoded so the URL stays
 #: valid (RFC 3986 does not allow raw brackets there); decoding it gives back ``REDACTED``.
 _REDACTED_IN_URL = quote(REDACTED, safe="")
@@ -106,7 +106,7 @@ def redact(obj: Any) -> Any:
     - inside a list, a header pair ``[name, value]`` (list or tuple of exactly two items, first a
       secret key name) gets the value replaced; so does a HAR-style header object
       ``{"name": <secret key name>, "value": ...}`` wherever it appears;
-    - an ``http(s)`` URL string has the values of secret-named query (and fragment) parameters
+    - an ``http(s)``/``ws(s)`` URL string has the values of secret-named query (and fragment) parameters
       replaced by ``%5BREDACTED%5D``, the percent-encoded :data:`REDACTED`; the rest of the URL
       is kept byte for byte;
     - bytes and other scalars are returned as they are.

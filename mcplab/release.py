@@ -18,7 +18,9 @@ from typing import Any
 
 from .errors import EvidenceError
 from .evidence import canonical_json
-from .redaction import redact
+from .proxy_evidence import proxy_findings
+from .redaction import redaction_paths
+from .sdkview import compare_sdk_view
 
 __all__ = [
     "HealthPolicy",
@@ -251,13 +253,13 @@ _FLOATING_VERSIONS = frozenset({"latest", "current", "previous"})
 
 
 def _unsigned_payload(evidence: Mapping[str, Any]) -> bytes:
-    """Bytes the certificate signs: canonical JSON of the redacted evidence minus ``certificate``.
+    """Bytes the certificate signs: canonical JSON of the whole evidence minus ``certificate``.
 
-    Redaction comes first as for every hash; pin fields hold no secret keys, so it only
-    matters if someone adds a secret, which then can never sit in a signed payload.
+    Every field is authenticated. Rollback evidence must hold no secret-named field at all
+    (``rollback_evidence_problems`` reports one), so redaction never changes what was signed
+    and evidence written with ``write_evidence`` still verifies after it is read back.
     """
-    unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
-    return canonical_json(redact(unsigned))
+    return canonical_json({key: value for key, value in evidence.items() if key != "certificate"})
 
 
 def sign_rollback_evidence(evidence: Mapping[str, Any], signer: str, key: bytes) -> dict[str, Any]:
@@ -373,6 +375,8 @@ def rollback_evidence_problems(evidence: Any, trusted_signers: Mapping[str, byte
             or not all(isinstance(step, str) and step.strip() for step in steps)
         ):
             problems.append("routeRestoration: must be a non-empty list of non-empty procedure steps")
+    unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
+    problems.extend(f"{path[2:]}: rollback evidence must not carry secrets" for path in redaction_paths(unsigned))
     if "certificate" in evidence:
         problems.extend(_certificate_problems(evidence, trusted_signers))
     return problems
@@ -405,15 +409,26 @@ class ReleasePolicy:
             raise ValueError("allowed_drops must be field path strings")
 
 
-def _case_label(item: Mapping[str, Any], index: int) -> str:
-    for key in ("case", "name"):
-        if isinstance(item.get(key), str) and item[key]:
-            return item[key]
-    return f"#{index}"
+def _label(item: Mapping[str, Any], index: int) -> str:
+    label = item.get("name") or item.get("label")
+    return label if isinstance(label, str) and label else f"#{index}"
+
+
+def _evidence_list(value: Any) -> list[Any] | None:
+    """A non-empty list of evidence entries, or ``None`` (missing or empty evidence never passes)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        return None
+    return list(value)
 
 
 class ReleaseGate:
-    """Decide promote / rollback / halt from candidate evidence and a rollback target."""
+    """Decide promote / rollback / halt from candidate evidence and a rollback target.
+
+    The gate judges raw evidence itself with the same core functions as everything else: the
+    SDK diff is recomputed from each ``{raw, view}`` pair with the policy's allowed drops, and
+    proxy findings from each ``{ingress, origin, egress}`` capture, so a hand-written "no
+    issues" summary is not evidence.
+    """
 
     def __init__(self, policy: ReleasePolicy) -> None:
         self.policy = policy
@@ -422,27 +437,30 @@ class ReleaseGate:
         self,
         *,
         transcripts: Sequence[Mapping[str, Any]],
-        sdk_diffs: Sequence[Mapping[str, Any]],
-        proxy_reports: Sequence[Mapping[str, Any]],
+        sdk_evidence: Sequence[Mapping[str, Any]],
+        proxy_captures: Sequence[Mapping[str, Any]],
         health: Mapping[str, Any] | None,
         rollback: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        """Return ``{"action", "reasons", "candidatePassed", "rollbackReady", "rollbackProblems",
-        "allowedDrops", "unusedAllowedDrops"}``.
+        """Decide on a candidate.
 
-        ``action`` is ``"promote"`` (candidate passes, rollback proven), ``"rollback"``
-        (candidate fails, rollback proven) or ``"halt"`` (rollback not proven: never guess).
-        ``reasons`` lists what blocks promotion in evidence order; ``allowedDrops`` the policy's
-        allowed drops some diff actually showed (in ``semanticLoss``, ``dropped`` or
-        ``changed``); ``unusedAllowedDrops`` policy entries no diff showed: a stale excuse to
-        remove (reported, not blocking, so fixing the SDK view can still promote).
+        ``transcripts``: verdicts ``{name, passed}`` (``TranscriptResult.to_dict()``);
+        ``sdk_evidence``: ``{raw, view, label?, exception?}`` per high-risk result (``view`` is
+        ``None`` when the SDK refused it); ``proxy_captures``: ``{ingress, origin, egress,
+        label?}``; ``health``: an ``evaluate_health`` result; ``rollback``: signed rollback
+        evidence or ``None``.
+
+        Returns ``{"action", "reasons", "candidatePassed", "rollbackReady", "rollbackProblems",
+        "sdkDiffs", "proxyFindings", "allowedDrops", "unusedAllowedDrops"}``. ``action`` is
+        ``"promote"`` (candidate passes, rollback proven), ``"rollback"`` (candidate fails,
+        rollback proven) or ``"halt"`` (rollback not proven: never guess). ``allowedDrops`` are
+        the policy's drops some diff actually showed; ``unusedAllowedDrops`` the rest (a stale
+        excuse to remove; reported, not blocking).
         """
-        reasons: list[str] = []
-        reasons += self._transcript_reasons(transcripts)
-        sdk_reasons, tolerated = self._sdk_reasons(sdk_diffs)
-        reasons += sdk_reasons
-        reasons += self._proxy_reasons(proxy_reports)
-        reasons += self._health_reasons(health)
+        reasons = self._transcript_reasons(transcripts)
+        sdk_reasons, diffs, tolerated = self._sdk_reasons(sdk_evidence)
+        proxy_reasons, findings = self._proxy_reasons(proxy_captures)
+        reasons += sdk_reasons + proxy_reasons + self._health_reasons(health)
         candidate_passed = not reasons
 
         rollback_problems = rollback_evidence_problems(rollback, self.policy.trusted_signers)
@@ -461,63 +479,74 @@ class ReleaseGate:
             "candidatePassed": candidate_passed,
             "rollbackReady": rollback_ready,
             "rollbackProblems": rollback_problems,
+            "sdkDiffs": diffs,
+            "proxyFindings": findings,
             "allowedDrops": sorted(tolerated),
             "unusedAllowedDrops": sorted(set(self.policy.allowed_drops) - tolerated),
         }
 
     @staticmethod
     def _transcript_reasons(transcripts: Any) -> list[str]:
-        if not isinstance(transcripts, Sequence) or isinstance(transcripts, (str, bytes)):
-            return ["no transcript evidence"]
-        if not transcripts:
+        items = _evidence_list(transcripts)
+        if items is None:
             return ["no transcript evidence"]
         reasons: list[str] = []
         failed: list[str] = []
-        for index, item in enumerate(transcripts):
-            if not isinstance(item, Mapping) or not isinstance(item.get("passed"), bool):
-                reasons.append(f"transcript #{index}: malformed evidence (needs a boolean 'passed')")
+        for index, item in enumerate(items):
+            if (
+                not isinstance(item, Mapping)
+                or not isinstance(item.get("name"), str)
+                or not item["name"]
+                or not isinstance(item.get("passed"), bool)
+            ):
+                reasons.append(f"transcript #{index}: malformed evidence (needs a case 'name' and a boolean 'passed')")
             elif item["passed"] is not True:
-                failed.append(_case_label(item, index))
+                failed.append(_label(item, index))
         if failed:
             reasons.insert(0, f"transcripts failed: {', '.join(failed)}")
         return reasons
 
-    def _sdk_reasons(self, sdk_diffs: Any) -> tuple[list[str], set[str]]:
-        if not isinstance(sdk_diffs, Sequence) or isinstance(sdk_diffs, (str, bytes)) or not sdk_diffs:
-            return ["no SDK-diff evidence"], set()
+    def _sdk_reasons(self, sdk_evidence: Any) -> tuple[list[str], list[dict[str, Any]], set[str]]:
+        items = _evidence_list(sdk_evidence)
+        if items is None:
+            return ["no SDK-diff evidence"], [], set()
         reasons: list[str] = []
+        diffs: list[dict[str, Any]] = []
         tolerated: set[str] = set()
-        allowed = set(self.policy.allowed_drops)
-        for index, diff in enumerate(sdk_diffs):
-            loss = diff.get("semanticLoss") if isinstance(diff, Mapping) else None
-            if not isinstance(loss, (list, tuple)) or not all(isinstance(p, str) for p in loss):
-                reasons.append(f"SDK diff #{index}: malformed evidence (needs a 'semanticLoss' list)")
+        allowed = self.policy.allowed_drops
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping) or not isinstance(item.get("raw"), dict) or "view" not in item:
+                reasons.append(f"SDK evidence #{index}: malformed (needs the raw result and the SDK's view)")
                 continue
-            label = _case_label(diff, index)  # type: ignore[arg-type]
-            observed = set(loss)
-            for kind in ("dropped", "changed"):  # compare_sdk_view may have excused drops already
-                if isinstance(diff.get(kind), (list, tuple)):  # type: ignore[union-attr]
-                    observed.update(p for p in diff[kind] if isinstance(p, str))  # type: ignore[index]
-            tolerated |= allowed & observed
-            for path in loss:
-                if path not in allowed:
-                    reasons.append(f"SDK diff {label}: semantic loss of {path!r} not allowed by policy")
-        return reasons, tolerated
+            label = _label(item, index)
+            if item["view"] is None:
+                reasons.append(f"SDK evidence {label}: the SDK refused the result ({item.get('exception') or 'no reason recorded'})")
+                continue
+            diff = compare_sdk_view(item["raw"], item["view"], allowed_drops=allowed)
+            diffs.append({"label": label, **diff})
+            tolerated |= set(allowed) & set(diff["dropped"] + diff["changed"])
+            reasons.extend(f"SDK diff {label}: semantic loss of {path!r} not allowed by policy" for path in diff["semanticLoss"])
+        return reasons, diffs, tolerated
 
     @staticmethod
-    def _proxy_reasons(proxy_reports: Any) -> list[str]:
-        if not isinstance(proxy_reports, Sequence) or isinstance(proxy_reports, (str, bytes)):
-            return ["no proxy evidence"]
-        if not proxy_reports:
-            return ["no proxy evidence"]
+    def _proxy_reasons(proxy_captures: Any) -> tuple[list[str], list[dict[str, Any]]]:
+        items = _evidence_list(proxy_captures)
+        if items is None:
+            return ["no proxy evidence"], []
         reasons: list[str] = []
-        for index, report in enumerate(proxy_reports):
-            issues = report.get("issues") if isinstance(report, Mapping) else None
-            if not isinstance(issues, (list, tuple)):
-                reasons.append(f"proxy report #{index}: malformed evidence (needs an 'issues' list)")
+        found: list[dict[str, Any]] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                reasons.append(f"proxy capture #{index}: malformed (needs ingress, origin and egress)")
                 continue
-            reasons.extend(f"proxy issue: {issue}" for issue in issues)
-        return reasons
+            try:
+                findings = proxy_findings(item.get("ingress"), item.get("origin"), item.get("egress"))
+            except EvidenceError as exc:
+                reasons.append(f"proxy capture {_label(item, index)}: malformed evidence: {exc}")
+                continue
+            found.extend({"label": _label(item, index), **f} for f in findings)
+            reasons.extend(f"proxy issue: {f['message']}" for f in findings)
+        return reasons, found
 
     @staticmethod
     def _health_reasons(health: Any) -> list[str]:

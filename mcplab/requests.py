@@ -32,6 +32,7 @@ from .headers import (
     normalize_headers,
     single_header,
 )
+from .jsonvalue import same_json_value
 from .versions import (
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -42,7 +43,20 @@ from .versions import (
     check_era,
 )
 
-__all__ = ["validate_request", "parse_message", "routed_name_field", "ROUTED_NAME_FIELDS", "missing_capabilities"]
+__all__ = [
+    "validate_request",
+    "validate_retry",
+    "parse_message",
+    "routed_name_field",
+    "ROUTED_NAME_FIELDS",
+    "missing_capabilities",
+    "ELICITATION_ACTIONS",
+]
+
+#: The answers a client may give to an ``elicitation/create`` input request.
+ELICITATION_ACTIONS: frozenset[str] = frozenset({"accept", "decline", "cancel"})
+#: Params a retry adds or refreshes; everything else must repeat the original request exactly.
+_RETRY_FIELDS = frozenset({"_meta", "inputResponses", "requestState"})
 
 #: Methods whose target travels in ``Mcp-Name``, and the ``params`` field it mirrors.
 ROUTED_NAME_FIELDS: dict[str, str] = {
@@ -278,4 +292,56 @@ def validate_request(
                 case="negative-missing-capability",
                 data={"requiredCapabilities": missing},
             )
+    return message
+
+
+def _retry_fault(message: str) -> ProtocolViolation:
+    return ProtocolViolation(message, code=INVALID_PARAMS, case="negative-retry-mismatch")
+
+
+def validate_retry(original: Mapping[str, Any], input_required: Mapping[str, Any], retry: Any) -> dict[str, Any]:
+    """Check an MRTR retry against the request it repeats and the ``input_required`` result it answers.
+
+    The retry is the same method with the same params (``_meta``, ``inputResponses`` and
+    ``requestState`` aside) under a NEW id, carries the server's ``requestState`` verbatim (and
+    none the server never sent), and answers every input request (an elicitation with
+    ``action`` accept, decline or cancel). Returns the parsed retry; raises a -32602
+    ``negative-retry-mismatch`` violation otherwise.
+    """
+    message = parse_message(retry)
+    method, params = _envelope(message)
+    if "id" not in message:
+        raise _retry_fault("a retry is a request: it needs an id")
+    if same_json_value(message["id"], original.get("id")):
+        raise _retry_fault(f"a retry needs a new JSON-RPC id, not the original {message['id']!r} again")
+    if method != original.get("method"):
+        raise _retry_fault(f"the retry calls {method!r}, the original request was {original.get('method')!r}")
+    before = {k: v for k, v in (original.get("params") or {}).items() if k not in _RETRY_FIELDS}
+    after = {k: v for k, v in params.items() if k not in _RETRY_FIELDS}
+    if not same_json_value(before, after):
+        changed = sorted(k for k in before.keys() | after.keys() if not same_json_value(before.get(k), after.get(k)))
+        raise _retry_fault(f"the retry changes the original request's params: {', '.join(changed)}")
+    if "requestState" in input_required:
+        if params.get("requestState") != input_required["requestState"]:
+            raise _retry_fault("the retry does not carry the server's requestState verbatim")
+    elif "requestState" in params:
+        raise _retry_fault("the retry carries a requestState the server never sent")
+    wanted = input_required.get("inputRequests") or {}
+    answers = params.get("inputResponses")
+    if wanted and not isinstance(answers, dict):
+        raise _retry_fault("the retry needs inputResponses: an object answering every input request")
+    for key, request in wanted.items():
+        if key not in answers:
+            raise _retry_fault(f"the retry leaves the input request {key!r} unanswered")
+        answer = answers[key]
+        if not isinstance(answer, dict):
+            raise _retry_fault(f"inputResponses[{key!r}] must be an object")
+        if isinstance(request, Mapping) and request.get("method") == "elicitation/create":
+            if answer.get("action") not in ELICITATION_ACTIONS:
+                raise _retry_fault(
+                    f"inputResponses[{key!r}].action must be one of {', '.join(sorted(ELICITATION_ACTIONS))}, "
+                    f"got {answer.get('action')!r}"
+                )
+            if "content" in answer and not isinstance(answer["content"], dict):
+                raise _retry_fault(f"inputResponses[{key!r}].content must be an object")
     return message

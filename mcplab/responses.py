@@ -11,11 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import INVALID_REQUEST, ProtocolViolation, http_status_for_code
+from .errors import (
+    INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolViolation,
+    http_status_for_code,
+)
+from .headers import HeaderInput, normalize_headers
+from .jsonvalue import same_json_value
 from .requests import parse_message
 from .versions import check_era
 
-__all__ = ["validate_response", "is_notification", "same_json_value"]
+__all__ = ["validate_response", "is_notification"]
 
 _MISSING = object()
 
@@ -29,19 +37,33 @@ def is_notification(message: Any) -> bool:
     return isinstance(message, dict) and "method" in message and "id" not in message
 
 
-def same_json_value(a: Any, b: Any) -> bool:
-    """Equality that also requires the same JSON type (Python says ``True == 1``; JSON does not)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json_value(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json_value(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
 def _is_empty(body: Any) -> bool:
     return body is None or (isinstance(body, (bytes, bytearray, str)) and len(body.strip()) == 0)
+
+
+def _check_error_data(error: dict[str, Any]) -> None:
+    """-32021 and -32022 carry structured data a client needs to repair the request."""
+    code, data = error["code"], error.get("data")
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if (
+            not isinstance(supported, list)
+            or not supported
+            or not all(isinstance(v, str) for v in supported)
+            or not isinstance(data.get("requested"), str)
+        ):
+            raise _fail("negative-error-data", "-32022 needs data {supported: [versions], requested: version}")
+    elif code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        if not isinstance(required, dict) or not required:
+            raise _fail("negative-error-data", "-32021 needs data {requiredCapabilities: {...}} naming what is missing")
+
+
+def _check_content_type(headers: HeaderInput) -> None:
+    values = normalize_headers(headers).get("content-type")
+    media = values[0].split(";", 1)[0].strip().lower() if values else None
+    if media != "application/json":
+        raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {media!r}")
 
 
 def validate_response(
@@ -49,16 +71,26 @@ def validate_response(
     request: Any = None,
     *,
     status: int | None = None,
+    headers: HeaderInput = None,
     era: str = "modern",
 ) -> dict[str, Any] | None:
     """Validate the JSON-RPC response (``body``) a client received for ``request``.
 
     ``body`` is a parsed object, raw ``bytes``/``str``, or ``None`` for an empty body;
-    ``request`` the message that was sent (its ``id`` is compared; ``None`` skips the id
-    check); ``status`` the HTTP status, checked when given. Returns the parsed response,
-    or ``None`` for a correctly unanswered notification. Raises ``ProtocolViolation``.
+    ``request`` the message that was sent, parsed or raw (its ``id`` is compared; ``None``
+    skips the id check); ``status`` the HTTP status and ``headers`` the response headers,
+    checked when given (a JSON body needs ``Content-Type: application/json``). Returns the
+    parsed response, or ``None`` for a correctly unanswered notification. Raises
+    ``ProtocolViolation``.
     """
     check_era(era)
+    if request is not None and not isinstance(request, dict):
+        try:
+            request = parse_message(request)
+        except ProtocolViolation:
+            request = None
+        if not isinstance(request, dict):  # unreadable, or a batch: the answer carries id null
+            request = {"id": None}
     if is_notification(request):
         if not _is_empty(body):
             raise ProtocolViolation(
@@ -74,6 +106,8 @@ def validate_response(
     response = parse_message(body, case="negative-response-unparsable", code=INVALID_REQUEST)
     if not isinstance(response, dict):
         raise _fail("negative-response-unparsable", f"a response must be one JSON object, got {type(response).__name__}")
+    if headers is not None:
+        _check_content_type(headers)
     if response.get("jsonrpc", _MISSING) != "2.0" or not isinstance(response.get("jsonrpc"), str):
         raise _fail("negative-jsonrpc-version", f'response jsonrpc must be exactly "2.0", got {response.get("jsonrpc")!r}')
     has_result, has_error = "result" in response, "error" in response
@@ -98,6 +132,7 @@ def validate_response(
             raise _fail("negative-error-shape", f"error.code must be an integer, got {code!r}")
         if not isinstance(error.get("message"), str):
             raise _fail("negative-error-shape", f"error.message must be a string, got {error.get('message')!r}")
+        _check_error_data(error)
         expected_status = http_status_for_code(code)
         if status is not None and era == "modern" and expected_status is not None and status != expected_status:
             raise _fail(

@@ -50,13 +50,17 @@ def _is_number(value: Any) -> bool:
 
 
 def tasks_advertised(capabilities: Mapping[str, Any] | None) -> bool:
-    """True when server capabilities advertise tasks (2026-07-28 extension or the legacy key)."""
-    if not capabilities:
+    """True when 2026-07-28 server capabilities advertise the tasks extension.
+
+    Only ``capabilities.extensions["io.modelcontextprotocol/tasks"]`` counts: the 2025-11-25
+    top-level ``tasks`` key is not part of the 2026-07-28 capabilities.
+    """
+    if capabilities is None:
         return False
+    if not isinstance(capabilities, Mapping):
+        raise TypeError(f"capabilities must be a mapping of server capabilities, got {type(capabilities).__name__}")
     extensions = capabilities.get("extensions")
-    if isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions:
-        return True
-    return "tasks" in capabilities
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
 def _check_cache_fields(result: dict[str, Any]) -> None:
@@ -151,8 +155,8 @@ def _input_required(result: dict[str, Any], method: str) -> None:
         )
     requests = result.get("inputRequests")
     state = result.get("requestState")
-    if requests is None and state is None:
-        raise _fail("negative-input-required-payload", "input_required needs inputRequests or requestState")
+    if not requests and state is None:
+        raise _fail("negative-input-required-payload", "input_required needs at least one input request or a requestState")
     if state is not None and not isinstance(state, str):
         raise _fail("negative-input-required-payload", "requestState must be a string")
     if requests is not None:
@@ -214,6 +218,8 @@ def validate_result(
     Raises ``ProtocolViolation`` (client boundary) naming the broken rule.
     """
     check_era(era)
+    if capabilities is not None and not isinstance(capabilities, Mapping):
+        raise TypeError(f"capabilities must be a mapping of server capabilities, got {type(capabilities).__name__}")
     if not isinstance(result, dict):
         raise _fail("negative-result-shape", f"a result must be a JSON object, got {type(result).__name__}")
     if "_meta" in result and not isinstance(result["_meta"], dict):

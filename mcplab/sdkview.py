@@ -77,27 +77,25 @@ def _top_field(path: str) -> str:
     return path.split(".", 1)[0].split("[", 1)[0]
 
 
+def _is_bookkeeping(path: str) -> bool:
+    """A top-level bookkeeping field, or anything inside ``_meta``."""
+    return path in BOOKKEEPING_FIELDS or _top_field(path) == "_meta"
+
+
 def compare_sdk_view(raw: Any, sdk_view: Any, allowed_drops: Iterable[str] = ()) -> dict[str, Any]:
     """Diff a raw result against the SDK's view of it.
 
     Returns ``dropped``, ``synthesised`` and ``changed`` field paths (``"futureHint"``,
-    ``"tools[0].annotations"``), a ``bookkeeping`` split of the same, ``semanticLoss``
-    (dropped or changed non-bookkeeping paths not in ``allowed_drops``), ``allowedDrops``
-    and ``ok`` (no semantic loss).
+    ``"tools[0].annotations"``); ``bookkeeping``: the dropped and synthesised paths that are
+    bookkeeping (``resultType``, ``_meta``, ``ttlMs``, ``cacheScope``) and may be allowed;
+    ``semanticLoss``: every other dropped path plus every CHANGED path (a changed value is never
+    bookkeeping: ``ttlMs`` 1000 -> 0 or ``cacheScope`` private -> public changes meaning), minus
+    ``allowed_drops``; ``allowedDrops`` and ``ok`` (no semantic loss).
     """
     out: dict[str, list[str]] = {"dropped": [], "synthesised": [], "changed": []}
     _walk(raw, sdk_view, "", out)
     allowed = sorted(set(allowed_drops))
-
-    def bookkeeping(path: str) -> bool:
-        return "." not in path and "[" not in path and path in BOOKKEEPING_FIELDS or _top_field(path) == "_meta"
-
-    split = {kind: [p for p in paths if bookkeeping(p)] for kind, paths in out.items()}
-    loss = [p for p in out["dropped"] + out["changed"] if not bookkeeping(p) and p not in allowed]
-    return {
-        **out,
-        "bookkeeping": split,
-        "semanticLoss": loss,
-        "allowedDrops": allowed,
-        "ok": not loss,
-    }
+    bookkeeping = {kind: [p for p in out[kind] if _is_bookkeeping(p)] for kind in ("dropped", "synthesised")}
+    loss = [p for p in out["dropped"] if not _is_bookkeeping(p)] + out["changed"]
+    loss = [p for p in loss if p not in allowed]
+    return {**out, "bookkeeping": bookkeeping, "semanticLoss": loss, "allowedDrops": allowed, "ok": not loss}

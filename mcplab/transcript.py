@@ -37,9 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from .cases import BOUNDARIES, CASES
-from .errors import INVALID_REQUEST, PARSE_ERROR, ProtocolViolation, TranscriptError, http_status_for_code
+from .errors import (
+    INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolViolation,
+    TranscriptError,
+    http_status_for_code,
+)
 from .proxy_evidence import proxy_findings
-from .requests import validate_request
+from .requests import validate_request, validate_retry
 from .responses import validate_response
 from .results import validate_result
 from .versions import ERAS
@@ -174,6 +182,29 @@ def _optional_object(data: Mapping[str, Any], key: str, source: str) -> dict[str
     return value
 
 
+def _origin(value: Any, source: str) -> dict[str, Any] | None:
+    """Check the ``origin`` capture of a proxy case: ``{status, headers, body, request?}``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TranscriptError(source, "origin must be an object {status, headers, body}")
+    unknown = sorted(set(value) - {"status", "headers", "body", "request"})
+    if unknown:
+        raise TranscriptError(source, f"origin has unknown field {unknown[0]!r}")
+    status = value.get("status")
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise TranscriptError(source, f"origin.status must be an HTTP status code (100-599), got {status!r}")
+    if "body" not in value:
+        raise TranscriptError(source, "origin needs body (null for an empty body)")
+    origin = {**value, "headers": _pairs(value.get("headers"), "origin.headers", source)}
+    seen = value.get("request")
+    if seen is not None:
+        if not isinstance(seen, dict) or "body" not in seen:
+            raise TranscriptError(source, "origin.request must be an object {headers, body}")
+        origin["request"] = {**seen, "headers": _pairs(seen.get("headers"), "origin.request.headers", source)}
+    return origin
+
+
 def parse_transcript(data: Any, source: str = "<transcript>") -> Transcript:
     """Check a decoded transcript object and build a ``Transcript``; ``TranscriptError`` names the problem."""
     if not isinstance(data, dict):
@@ -222,9 +253,15 @@ def parse_transcript(data: Any, source: str = "<transcript>") -> Transcript:
             raise TranscriptError(source, f"expect.code must be an integer JSON-RPC code, got {code!r}")
     elif expect is not None:
         raise TranscriptError(source, "a golden transcript must not have expect")
-    origin = _optional_object(data, "origin", source)
-    if origin is not None and (isinstance(origin.get("status"), bool) or not isinstance(origin.get("status"), int)):
-        raise TranscriptError(source, "origin.status must be an HTTP status code")
+    if expect is not None:
+        case = CASES[name]
+        if expect["boundary"] != case.boundary or expect["code"] not in case.codes:
+            raise TranscriptError(
+                source,
+                f"expect {{boundary: {expect['boundary']!r}, code: {expect['code']}}} contradicts the case registry "
+                f"({case.boundary!r}, {' or '.join(map(str, case.codes))})",
+            )
+    origin = _origin(data.get("origin"), source)
     if expect is not None and expect["boundary"] == "intermediary" and origin is None:
         raise TranscriptError(source, "an intermediary transcript needs origin {status, headers, body}")
     return Transcript(
@@ -279,97 +316,126 @@ class _Verdict(Exception):
     """Internal: stops judging a transcript with a failure detail."""
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What the harness made of one exchange."""
+
+    index: int
+    exchange: Exchange
+    request: Any = None
+    request_violation: ProtocolViolation | None = None
+    response: dict[str, Any] | None = None
+    response_violation: ProtocolViolation | None = None
+
+    @property
+    def result(self) -> Any:
+        return (self.response or {}).get("result")
+
+
 def _observed(v: ProtocolViolation) -> dict[str, Any]:
     return {"case": v.case, "code": v.code, "message": v.message}
 
 
-def _judge_exchange(t: Transcript, ex: Exchange, previous: Any) -> tuple[Any, ProtocolViolation | None]:
-    """Validate one golden-style exchange; returns (result, violation at the client side)."""
-    request = validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
-    if isinstance(previous, dict) and previous.get("resultType") == "input_required":
-        _check_retry(previous, request)
-    try:
-        response = validate_response(ex.response_body, request, status=ex.response_status, era=t.era)
-        if response is None:
-            return None, None
-        if "error" in response:
-            return response, None
-        validate_result(response["result"], t.era, method=request["method"], capabilities=t.server_capabilities)
-        return response["result"], None
-    except ProtocolViolation as v:
-        return None, v
+def _steps(t: Transcript) -> Iterator[_Step]:
+    """Judge the exchanges in order, as a client would; stops after a rejected request.
 
-
-def _check_retry(previous: dict[str, Any], retry: dict[str, Any]) -> None:
-    params = retry.get("params", {})
-    if "requestState" in previous and params.get("requestState") != previous["requestState"]:
-        raise _Verdict("the retry does not carry the server's requestState verbatim")
-    wanted = set(previous.get("inputRequests") or {})
-    answered = set(params.get("inputResponses") or {})
-    if wanted - answered:
-        raise _Verdict(f"the retry leaves input requests unanswered: {sorted(wanted - answered)}")
-
-
-def _exchanges(t: Transcript) -> Iterator[tuple[int, Any, ProtocolViolation | None]]:
-    """Judge the exchanges in order; yields (index, result, client-side violation). A rejected request stops it."""
-    previous: Any = None
+    A request is checked on its own and, after an ``input_required`` result, as the MRTR retry
+    of the request before it. The response is checked as an envelope (status, headers, id) and
+    its result for the era and method.
+    """
+    previous: _Step | None = None
     for index, ex in enumerate(t.exchanges):
         try:
-            result, violation = _judge_exchange(t, ex, previous)
+            request = validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
+            if previous is not None and isinstance(previous.result, dict) and previous.result.get("resultType") == "input_required":
+                validate_retry(previous.request, previous.result, request)
         except ProtocolViolation as v:
-            raise _Verdict(f"exchange {index}: the request was rejected ({v.case}, {v.code}): {v.message}") from None
-        yield index, result, violation
-        previous = result
+            yield _Step(index, ex, request_violation=v)
+            return
+        try:
+            response = validate_response(
+                ex.response_body, request, status=ex.response_status, headers=ex.response_headers, era=t.era
+            )
+            if response is not None and "result" in response:
+                validate_result(response["result"], t.era, method=request["method"], capabilities=t.server_capabilities)
+            step = _Step(index, ex, request, response=response)
+        except ProtocolViolation as v:
+            step = _Step(index, ex, request, response_violation=v)
+        yield step
+        previous = step
+
+
+def _describe(v: ProtocolViolation) -> str:
+    return f"({v.case}, {v.code}): {v.message}"
 
 
 def _run_golden(t: Transcript) -> str:
-    for index, result, violation in _exchanges(t):
-        if violation is not None:
-            raise _Verdict(f"exchange {index}: response rejected ({violation.case}, {violation.code}): {violation.message}")
-        if isinstance(result, dict) and "error" in result:
-            raise _Verdict(f"exchange {index}: a golden exchange was answered with error {result['error']!r}")
+    last: _Step | None = None
+    for step in _steps(t):
+        if step.request_violation is not None:
+            raise _Verdict(f"exchange {step.index}: request rejected {_describe(step.request_violation)}")
+        if step.response_violation is not None:
+            raise _Verdict(f"exchange {step.index}: response rejected {_describe(step.response_violation)}")
+        if step.response is not None and "error" in step.response:
+            raise _Verdict(f"exchange {step.index}: a golden exchange was answered with error {step.response['error']!r}")
+        last = step
+    if last is not None and isinstance(last.result, dict) and last.result.get("resultType") == "input_required":
+        raise _Verdict("the transcript ends on input_required: the retry that completes it is missing")
     return f"accepted {len(t.exchanges)} exchange(s)"
 
 
-def _run_origin(t: Transcript, expect: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    ex = t.exchanges[0]
-    try:
-        validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
-    except ProtocolViolation as v:
-        seen = _observed(v)
-        if v.case != t.name or v.code != expect["code"]:
-            raise _Verdict(f"the local validator raised {v.case} ({v.code}), expected {t.name} ({expect['code']})")
-    else:
-        raise _Verdict("the local validator accepted a request the origin must reject")
-    # The local verdict is not enough: the server must really have answered with the error.
-    code = expect["code"]
+def _check_origin_answer(t: Transcript, step: _Step, local: ProtocolViolation) -> None:
+    """The local verdict is not enough: the server must really have answered with the error."""
+    ex, code = step.exchange, local.code
     wanted_status = http_status_for_code(code) if t.era == "modern" else None
     if wanted_status is not None and ex.response_status != wanted_status:
         raise _Verdict(f"the origin answered HTTP {ex.response_status}, expected HTTP {wanted_status} for {code}")
     request = ex.request if isinstance(ex.request, dict) and "id" in ex.request else None
     try:
-        response = validate_response(ex.response_body, request, status=ex.response_status, era=t.era)
+        response = validate_response(ex.response_body, request, status=ex.response_status, headers=ex.response_headers, era=t.era)
     except ProtocolViolation as v:
         if not (v.case == "negative-id-mismatch" and code in (PARSE_ERROR, INVALID_REQUEST)):
-            raise _Verdict(f"the origin's error response is itself invalid ({v.case}): {v.message}") from None
-        response = validate_response(ex.response_body, None, status=ex.response_status, era=t.era)
-        if response is not None and response.get("id") is not None:
-            raise _Verdict("the origin's error response id is neither the request id nor null") from None
+            raise _Verdict(f"the origin's error response is itself invalid {_describe(v)}") from None
+        # JSON-RPC lets a server answer an invalid request with id null even when the id was readable.
+        response = validate_response(ex.response_body, {"id": None}, status=ex.response_status, headers=ex.response_headers, era=t.era)
     if request is None and response is not None and response.get("id") is not None:
         raise _Verdict("an error for an unreadable request must carry id null")
     error = (response or {}).get("error")
     if not isinstance(error, dict) or error.get("code") != code:
         raise _Verdict(f"the origin did not answer with a JSON-RPC error {code}: got {response!r}")
-    return f"origin rejected with HTTP {ex.response_status} and {code}", seen
+    data, expected = error.get("data"), local.data
+    if code == UNSUPPORTED_PROTOCOL_VERSION and data.get("requested") != expected["requested"]:
+        raise _Verdict(f"the origin's -32022 data names {data.get('requested')!r}, the request asked for {expected['requested']!r}")
+    if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        missing = set(expected["requiredCapabilities"]) - set(data["requiredCapabilities"])
+        if missing:
+            raise _Verdict(f"the origin's -32021 data does not name the missing capabilities {sorted(missing)}")
+
+
+def _run_origin(t: Transcript, expect: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    for step in _steps(t):
+        v = step.request_violation
+        if v is None:
+            if step.response_violation is not None:
+                raise _Verdict(f"exchange {step.index} before the rejection was refused {_describe(step.response_violation)}")
+            continue
+        if v.case != t.name or v.code != expect["code"]:
+            raise _Verdict(f"the local validator raised {v.case} ({v.code}), expected {t.name} ({expect['code']})")
+        _check_origin_answer(t, step, v)
+        return f"exchange {step.index}: origin rejected with HTTP {step.exchange.response_status} and {v.code}", _observed(v)
+    raise _Verdict("the local validator accepted every request; the origin must reject one")
 
 
 def _run_downstream(t: Transcript, expect: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Client and serializer boundaries: a valid request, a response that must be refused."""
-    for index, _result, violation in _exchanges(t):
-        if violation is not None:
-            if violation.case != t.name or violation.code != expect["code"]:
-                raise _Verdict(f"rejected as {violation.case} ({violation.code}), expected {t.name} ({expect['code']})")
-            return f"exchange {index} rejected at the {expect['boundary']}: {violation.message}", _observed(violation)
+    """Client and serializer boundaries: valid requests, a response that must be refused."""
+    for step in _steps(t):
+        if step.request_violation is not None:
+            raise _Verdict(f"exchange {step.index}: the request itself is invalid {_describe(step.request_violation)}")
+        v = step.response_violation
+        if v is not None:
+            if v.case != t.name or v.code != expect["code"]:
+                raise _Verdict(f"rejected as {v.case} ({v.code}), expected {t.name} ({expect['code']})")
+            return f"exchange {step.index} rejected at the {expect['boundary']}: {v.message}", _observed(v)
     raise _Verdict(f"every response was accepted; expected {t.name} at the {expect['boundary']}")
 
 
@@ -378,8 +444,8 @@ def _run_intermediary(t: Transcript) -> tuple[str, dict[str, Any]]:
     try:
         validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
     except ProtocolViolation as v:
-        raise _Verdict(f"the client's request is itself invalid ({v.case}): {v.message}") from None
-    assert t.origin is not None
+        raise _Verdict(f"the client's request is itself invalid {_describe(v)}") from None
+    assert t.origin is not None  # parse_transcript guarantees it for intermediary cases
     findings = proxy_findings(
         {"headers": ex.request_headers, "body": ex.request},
         t.origin,

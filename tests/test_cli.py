@@ -84,3 +84,13 @@ def test_case_filter_applies_to_files_too(tmp_path, capsys):
     assert main(["transcripts", "run", "--file", str(path), "--case", "golden-modern-list"]) == 0
     capsys.readouterr()
     assert main(["transcripts", "run", "--file", str(path), "--case", "golden-modern-call"]) == 2
+
+
+def test_empty_directory_is_not_a_green_suite(tmp_path, capsys):
+    assert main(["transcripts", "run", "--dir", str(tmp_path)]) == 2
+    assert "nothing to judge" in capsys.readouterr().err
+
+
+def test_unwritable_evidence_path_is_one_line(tmp_path):
+    proc = run("demo", "--evidence", str(tmp_path))
+    assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr

@@ -41,4 +41,11 @@ def test_evidence_file_is_redacted_json(tmp_path):
     run_demo(evidence_path=path)
     bundle = json.loads(path.read_text(encoding="utf-8"))
     assert bundle["decision"]["action"] == "rollback"
-    assert bundle["sdk"]["diff"]["semanticLoss"] == ["futureHint"]
+    assert bundle["decision"]["sdkDiffs"][0]["semanticLoss"] == ["futureHint"]
+    assert bundle["proxy"]["egress"]["status"] == 500
+
+
+def test_rollback_target_evidence_does_not_depend_on_the_candidate():
+    # A failing candidate must still find its proven rollback target: rollback, not halt.
+    evidence = demo_evidence()
+    assert evidence["decision"]["rollbackReady"] is True and evidence["decision"]["rollbackProblems"] == []

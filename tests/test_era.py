@@ -62,3 +62,13 @@ def test_strict_needs_proof():
 def test_bad_input_is_a_clear_value_error(args):
     with pytest.raises(ValueError):
         select_era(*args)
+
+
+def test_legacy_is_never_chosen_without_a_modern_probe():
+    with pytest.raises(ValueError, match="at least one observation"):
+        select_era([], "fallback", legacy_allowed=True, legacy_evidence=INIT)
+
+
+def test_discover_versions_must_be_a_list_of_strings():
+    with pytest.raises(ValueError, match="supportedVersions"):
+        select_era({"kind": "discover_success", "supportedVersions": 5}, "strict")

@@ -43,3 +43,14 @@ def test_request_side_changes_when_the_origin_request_was_captured():
     assert [f["case"] for f in findings] == ["negative-proxy-request-changed"]
     assert "accept" in findings[0]["detail"]
     assert proxy_findings(INGRESS, {**ORIGIN, "request": INGRESS}, dict(ORIGIN)) == []
+
+
+def test_hollow_captures_are_not_evidence():
+    import pytest
+
+    from mcplab import EvidenceError
+
+    for ingress, origin, egress in (({}, {}, {}), (INGRESS, {"body": ERROR}, ORIGIN), (INGRESS, ORIGIN, {"status": "500"}),
+                                    (INGRESS, {**ORIGIN, "headers": "x"}, ORIGIN), ({"headers": []}, ORIGIN, ORIGIN)):
+        with pytest.raises(EvidenceError):
+            inspect_proxy(ingress, origin, egress)

@@ -273,3 +273,7 @@ def test_paths_name_awkward_keys():
 
 def test_tuples_become_lists():
     assert redact({"a": (1, (2, 3))}) == {"a": [1, [2, 3]]}
+
+
+def test_websocket_urls_are_redacted_too():
+    assert redact({"u": "wss://h/p?token=abc&x=1"}) == {"u": "wss://h/p?token=%5BREDACTED%5D&x=1"}

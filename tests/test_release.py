@@ -319,13 +319,17 @@ def test_every_problem_is_listed():
 
 # ------------------------------------------------------------------ the gate
 
-TRANSCRIPTS = [{"name": "golden-modern-discovery", "passed": True},
+TRANSCRIPTS = [{"name": "golden-modern-discover", "passed": True},
                {"name": "negative-header-body-mismatch", "passed": True}]
-CLEAN_DIFF = {"case": "golden-modern-discovery", "dropped": ["resultType"], "changed": [], "semanticLoss": []}
-LOSSY_DIFF = {"case": "golden-future-hint", "dropped": ["futureHint"], "changed": [],
-              "semanticLoss": ["futureHint"]}
-CLEAN_PROXY = {"issues": []}
-BAD_PROXY = {"issues": ["proxy collapsed a protocol error into HTTP 500"]}
+LIST = {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "private"}
+CLEAN_SDK = {"label": "golden-modern-list", "raw": LIST, "view": dict(LIST)}
+LOSSY_SDK = {"label": "golden-additive-field", "raw": {**LIST, "futureHint": {"mode": "new"}}, "view": dict(LIST)}
+JSON = [["Content-Type", "application/json"]]
+REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+ERROR = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": "mismatch"}}
+ORIGIN = {"status": 400, "headers": JSON, "body": ERROR}
+CLEAN_PROXY = {"label": "faithful", "ingress": {"headers": [], "body": REQUEST}, "origin": ORIGIN, "egress": dict(ORIGIN)}
+BAD_PROXY = {**CLEAN_PROXY, "label": "collapsing", "egress": {"status": 500, "headers": JSON, "body": ERROR}}
 
 
 def gate(**policy):
@@ -335,8 +339,8 @@ def gate(**policy):
 def decide(g=None, **overrides):
     evidence = {
         "transcripts": TRANSCRIPTS,
-        "sdk_diffs": [CLEAN_DIFF],
-        "proxy_reports": [CLEAN_PROXY],
+        "sdk_evidence": [CLEAN_SDK],
+        "proxy_captures": [CLEAN_PROXY],
         "health": healthy_result(),
         "rollback": rollback_evidence(),
     }
@@ -363,13 +367,14 @@ def test_halt_when_candidate_passes_but_rollback_unproven():
 
 
 def test_rollback_when_candidate_fails_and_rollback_proven():
-    result = decide(proxy_reports=[BAD_PROXY])
+    result = decide(proxy_captures=[BAD_PROXY])
     assert result["action"] == "rollback"
     assert result["reasons"] == ["proxy issue: proxy collapsed a protocol error into HTTP 500"]
+    assert [f["case"] for f in result["proxyFindings"]] == ["negative-proxy-collapsed-error"]
 
 
 def test_halt_when_candidate_fails_and_rollback_unproven():
-    result = decide(proxy_reports=[BAD_PROXY], rollback=rollback_evidence(health={"healthy": "yes"}))
+    result = decide(proxy_captures=[BAD_PROXY], rollback=rollback_evidence(health={"healthy": "yes"}))
     assert result["action"] == "halt"
     assert result["candidatePassed"] is False and result["rollbackReady"] is False
     assert "halting traffic" in result["reasons"][-1]
@@ -377,8 +382,8 @@ def test_halt_when_candidate_fails_and_rollback_unproven():
 
 @pytest.mark.parametrize(
     ("source", "reason"),
-    [("transcripts", "no transcript evidence"), ("sdk_diffs", "no SDK-diff evidence"),
-     ("proxy_reports", "no proxy evidence")],
+    [("transcripts", "no transcript evidence"), ("sdk_evidence", "no SDK-diff evidence"),
+     ("proxy_captures", "no proxy evidence")],
 )
 def test_empty_evidence_source_blocks(source, reason):
     result = decide(**{source: []})
@@ -392,34 +397,39 @@ def test_missing_health_blocks():
 
 def test_failed_transcripts_are_named():
     transcripts = [*TRANSCRIPTS, {"name": "negative-unknown-result-type", "passed": False},
-                   {"name": "negative-bad-jsonrpc", "passed": False}]
+                   {"name": "negative-jsonrpc-version", "passed": False}]
     result = decide(transcripts=transcripts)
-    assert result["reasons"] == ["transcripts failed: negative-unknown-result-type, negative-bad-jsonrpc"]
+    assert result["reasons"] == ["transcripts failed: negative-unknown-result-type, negative-jsonrpc-version"]
 
 
-def test_truthy_transcript_pass_is_malformed():
-    result = decide(transcripts=[{"name": "x", "passed": "yes"}])
-    assert result["candidatePassed"] is False
+@pytest.mark.parametrize("verdict", [{"name": "x", "passed": "yes"}, {"passed": True}, {"name": "", "passed": True}])
+def test_hollow_or_truthy_transcript_verdicts_are_malformed(verdict):
+    result = decide(transcripts=[verdict])
+    assert result["candidatePassed"] is False and "malformed" in result["reasons"][0]
 
 
-def test_semantic_loss_blocks_with_the_path():
-    result = decide(sdk_diffs=[CLEAN_DIFF, LOSSY_DIFF])
+def test_semantic_loss_is_recomputed_from_raw_and_view():
+    result = decide(sdk_evidence=[CLEAN_SDK, LOSSY_SDK])
     assert result["action"] == "rollback"
-    assert result["reasons"] == ["SDK diff golden-future-hint: semantic loss of 'futureHint' not allowed by policy"]
+    assert result["reasons"] == ["SDK diff golden-additive-field: semantic loss of 'futureHint' not allowed by policy"]
+    assert result["sdkDiffs"][1]["dropped"] == ["futureHint"]
+
+
+def test_a_changed_bookkeeping_value_blocks():
+    changed = {"label": "ttl", "raw": {**LIST, "ttlMs": 1000}, "view": LIST}
+    assert decide(sdk_evidence=[changed])["reasons"] == ["SDK diff ttl: semantic loss of 'ttlMs' not allowed by policy"]
+
+
+def test_sdk_refusal_blocks():
+    refused = {"label": "legacy-read", "raw": LIST, "view": None, "exception": "ValidationError: boom"}
+    assert "the SDK refused the result (ValidationError: boom)" in decide(sdk_evidence=[refused])["reasons"][0]
 
 
 def test_allowed_drop_turns_future_hint_loss_into_promote():
-    result = decide(gate(allowed_drops=("futureHint",)), sdk_diffs=[CLEAN_DIFF, LOSSY_DIFF])
+    result = decide(gate(allowed_drops=("futureHint",)), sdk_evidence=[CLEAN_SDK, LOSSY_SDK])
     assert result["action"] == "promote"
     assert result["allowedDrops"] == ["futureHint"]
     assert result["unusedAllowedDrops"] == []
-
-
-def test_drop_already_excused_by_compare_sdk_view_counts_as_used():
-    excused = {**LOSSY_DIFF, "semanticLoss": [], "allowedDrops": ["futureHint"]}
-    result = decide(gate(allowed_drops=("futureHint",)), sdk_diffs=[excused])
-    assert result["action"] == "promote"
-    assert result["allowedDrops"] == ["futureHint"]
 
 
 def test_unused_allowed_drop_is_reported():
@@ -443,19 +453,32 @@ def test_unhealthy_window_reasons_are_carried():
 
 
 def test_green_health_cannot_fill_missing_boundaries():
-    result = decide(transcripts=[], sdk_diffs=[], proxy_reports=[])
+    result = decide(transcripts=[], sdk_evidence=[], proxy_captures=[])
     assert result["reasons"] == ["no transcript evidence", "no SDK-diff evidence", "no proxy evidence"]
     assert result["action"] == "rollback"
 
 
-def test_malformed_candidate_evidence_blocks_without_crashing():
-    result = decide(sdk_diffs=[{"dropped": []}], proxy_reports=["oops"])
+@pytest.mark.parametrize("capture", ["oops", {}, {"ingress": {"body": None}, "origin": {}, "egress": {}},
+                                     {**CLEAN_PROXY, "egress": {"status": "200", "body": ERROR}}])
+def test_hollow_proxy_evidence_blocks(capture):
+    result = decide(proxy_captures=[capture])
+    assert result["candidatePassed"] is False and "malformed" in result["reasons"][0]
+
+
+def test_malformed_sdk_evidence_blocks_without_crashing():
+    result = decide(sdk_evidence=[{"semanticLoss": []}, "oops"])
     assert result["candidatePassed"] is False
     assert len(result["reasons"]) == 2
 
 
 def test_untrusted_rollback_signer_halts():
     policy_without_signer = ReleaseGate(ReleasePolicy())
-    result = decide(policy_without_signer, proxy_reports=[BAD_PROXY])
+    result = decide(policy_without_signer, proxy_captures=[BAD_PROXY])
     assert result["action"] == "halt"
     assert any("certificate.signer" in p for p in result["rollbackProblems"])
+
+
+def test_secret_named_fields_in_rollback_evidence_are_refused():
+    evidence = sign_rollback_evidence({**rollback_evidence(), "gatewayToken": "abc"}, "release-controller", KEY)
+    problems = rollback_evidence_problems(evidence, SIGNERS)
+    assert problems == ["gatewayToken: rollback evidence must not carry secrets"]

@@ -18,8 +18,14 @@ def ok(id=1, **extra):
     return {"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete", "tools": []}, **extra}
 
 
+DATA = {-32021: {"requiredCapabilities": {"elicitation": {}}}, -32022: {"supported": ["2026-07-28"], "requested": "2099-01-01"}}
+
+
 def err(code=-32020, id=1):
-    return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "x"}}
+    error = {"code": code, "message": "x"}
+    if code in DATA:
+        error["data"] = DATA[code]
+    return {"jsonrpc": "2.0", "id": id, "error": error}
 
 
 def test_valid_responses():
@@ -72,3 +78,32 @@ def test_unparsable_or_empty_response():
     assert case_of(b"<html>502</html>") == "negative-response-unparsable"
     assert case_of(None) == "negative-response-unparsable"
     assert case_of([ok()]) == "negative-response-unparsable"
+
+
+@pytest.mark.parametrize("code, data", [(-32022, None), (-32022, {"supported": [], "requested": "x"}), (-32022, {"supported": ["a"]}),
+                                        (-32021, None), (-32021, {"requiredCapabilities": {}}), (-32021, {"required": {"a": {}}})])
+def test_modern_errors_carry_their_data(code, data):
+    body = err(code)
+    body["error"].pop("data")
+    if data is not None:
+        body["error"]["data"] = data
+    assert case_of(body, status=400) == "negative-error-data"
+
+
+def test_content_type_is_checked_when_headers_are_given():
+    assert validate_response(ok(), REQ, headers=[("Content-Type", "application/json; charset=utf-8")])
+    with pytest.raises(ProtocolViolation) as info:
+        validate_response(ok(), REQ, headers={"content-type": "text/html"})
+    assert info.value.case == "negative-content-type"
+    with pytest.raises(ProtocolViolation) as info:
+        validate_response(ok(), REQ, headers=[])
+    assert info.value.case == "negative-content-type"
+
+
+def test_raw_requests_are_parsed_for_the_id_and_notification_checks():
+    assert case_of(b'{"jsonrpc":"2.0","result":1}', b'{"jsonrpc":"2.0","method":"notifications/x"}', status=200) == "negative-notification-answered"
+    assert case_of(ok(id=2), b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}') == "negative-id-mismatch"
+    # an unreadable request (or a batch) is answered with id null
+    assert validate_response(err(-32700, id=None), b"{not json", status=400)
+    assert case_of(err(-32700, id=1), b"{not json", status=400) == "negative-id-mismatch"
+    assert validate_response(err(-32600, id=None), b"[]", status=400)

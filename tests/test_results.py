@@ -108,3 +108,18 @@ def test_cache_fields_are_type_checked():
 def test_non_object_results():
     assert case_of([]) == "negative-result-shape"
     assert case_of({"resultType": "complete", "tools": [], "_meta": []}) == "negative-result-shape"
+
+
+def test_the_legacy_tasks_key_does_not_advertise_the_modern_extension():
+    task = {"resultType": "task", "taskId": "t", "status": "working", "createdAt": "2026-09-01T10:00:00Z",
+            "lastUpdatedAt": "2026-09-01T10:00:00Z", "ttlMs": None}
+    assert case_of(task, method="tools/call", capabilities={"tasks": {}}) == "negative-unadvertised-extension"
+
+
+def test_capabilities_must_be_a_mapping():
+    with pytest.raises(TypeError, match="capabilities must be a mapping"):
+        validate_result({"resultType": "complete", "tools": []}, "modern", "tools/list", ["tasks"])
+
+
+def test_empty_input_requests_without_state_ask_for_nothing():
+    assert case_of({"resultType": "input_required", "inputRequests": {}}, method="tools/call") == "negative-input-required-payload"

@@ -61,3 +61,9 @@ def test_changed_values_and_types():
     diff = compare_sdk_view({"resultType": "complete", "n": 1, "meta": {"a": True}}, {"resultType": "complete", "n": 1.0, "meta": {"a": 1}})
     assert diff["changed"] == ["n", "meta.a"]
     assert diff["semanticLoss"] == ["n", "meta.a"]
+
+
+def test_a_changed_bookkeeping_value_is_semantic():
+    for field, before, after in (("ttlMs", 1000, 0), ("cacheScope", "private", "public"), ("resultType", "input_required", "complete")):
+        diff = compare_sdk_view({"resultType": "complete", field: before}, {"resultType": "complete", field: after})
+        assert diff["semanticLoss"] == [field] and diff["ok"] is False

@@ -66,11 +66,29 @@ def test_negative_client_case_fails_when_the_response_is_fine():
     assert not run_transcript(parse_transcript(data)).passed
 
 
-def test_wrong_expected_code_fails():
+@pytest.mark.parametrize("expect", [{"boundary": "origin", "code": -32020}, {"boundary": "client", "code": -32022}])
+def test_expect_must_agree_with_the_case_registry(expect):
     data = raw("negative-unsupported-version")
-    data["expect"]["code"] = -32020
-    result = run_transcript(parse_transcript(data))
-    assert not result.passed
+    data["expect"] = expect
+    with pytest.raises(TranscriptError, match="contradicts the case registry"):
+        parse_transcript(data, "x.json")
+
+
+def test_origin_error_data_must_match_the_request():
+    data = raw("negative-unsupported-version")
+    data["responseBody"]["error"]["data"]["requested"] = "2025-11-25"
+    assert "-32022 data names" in run_transcript(parse_transcript(data)).detail
+    del data["responseBody"]["error"]["data"]
+    assert "negative-error-data" in run_transcript(parse_transcript(data)).detail
+    data = raw("negative-missing-capability")
+    data["responseBody"]["error"]["data"]["requiredCapabilities"] = {"sampling": {}}
+    assert "does not name the missing capabilities ['elicitation']" in run_transcript(parse_transcript(data)).detail
+
+
+def test_origin_error_needs_a_json_content_type():
+    data = raw("negative-header-body-mismatch")
+    data["responseHeaders"] = [[k, "text/html"] if k.lower() == "content-type" else [k, v] for k, v in data["responseHeaders"]]
+    assert "negative-content-type" in run_transcript(parse_transcript(data)).detail
 
 
 def test_golden_fails_on_a_bad_response():
@@ -80,11 +98,30 @@ def test_golden_fails_on_a_bad_response():
     assert not result.passed and "negative-modern-missing-result-type" in result.detail
 
 
-def test_mrtr_retry_must_echo_request_state():
+@pytest.mark.parametrize(
+    "mutate, needle",
+    [
+        (lambda r: r["params"].update(requestState="forged"), "requestState"),
+        (lambda r: r.update(id=1), "new JSON-RPC id"),
+        (lambda r: r["params"].update(arguments={"report_id": "R-9"}), "arguments"),
+        (lambda r: r["params"].update(inputResponses={"approval": {"action": "bogus"}}), "action"),
+        (lambda r: r["params"].update(inputResponses={}), "unanswered"),
+        (lambda r: r["params"].update(inputResponses=5), "inputResponses"),
+    ],
+)
+def test_mrtr_retry_must_repeat_the_request_and_answer(mutate, needle):
     data = raw("golden-input-required")
-    data["then"][0]["request"]["params"]["requestState"] = "forged"
+    data["then"][0]["request"]["id"] = 2
+    mutate(data["then"][0]["request"])
     result = run_transcript(parse_transcript(data))
-    assert not result.passed and "requestState" in result.detail
+    assert not result.passed and "negative-retry-mismatch" in result.detail and needle in result.detail
+
+
+def test_golden_cannot_end_on_input_required():
+    data = raw("golden-input-required")
+    del data["then"]
+    result = run_transcript(parse_transcript(data))
+    assert not result.passed and "retry" in result.detail
 
 
 def test_proxy_case_fails_when_the_proxy_was_faithful():
@@ -113,6 +150,9 @@ def test_results_are_json_serialisable():
         (lambda d: d.update(expect={"boundary": "origin", "code": -32020}), "golden transcript must not have expect"),
         (lambda d: d.pop("responseBody"), "responseBody or responseText"),
         (lambda d: d.update(then={}), "then must be a list"),
+        (lambda d: d.update(origin={"status": 400, "headers": "x", "body": None}), "origin.headers"),
+        (lambda d: d.update(origin={"status": "400", "body": None}), "origin.status"),
+        (lambda d: d.update(origin={"status": 400, "body": None, "request": {"headers": 5, "body": None}}), "origin.request.headers"),
     ],
 )
 def test_malformed_transcripts_name_the_problem(mutate, message):

@@ -306,10 +306,11 @@ def test_golden_exchanges_match_the_official_schema(path: Path) -> None:
 def test_origin_errors_match_the_official_schema(path: Path) -> None:
     data = load(path)
     code = data["expect"]["code"]
-    body = data["responseBody"]
-    assert data["responseStatus"] == ERROR_STATUS[code]
+    rejected = data["then"][-1] if data.get("then") else data  # the exchange the origin refused
+    body = rejected["responseBody"]
+    assert rejected["responseStatus"] == ERROR_STATUS[code]
     assert body["error"]["code"] == code
-    request = data.get("request")
+    request = rejected.get("request")
     readable = isinstance(request, dict) and request.get("jsonrpc") == "2.0" and "id" in request
     if readable:
         assert "id" in body and body["id"] == request["id"] and type(body["id"]) is type(request["id"])
