@@ -1,8 +1,10 @@
 """SDK diff: what the installed ``mcp`` SDK really turns a raw result into, and what it lost.
 
-``sdk_view`` builds the view exactly as the SDK's own client does
-(``mcp_types.methods.parse_server_result`` then ``model_dump(by_alias=True, mode="json",
-exclude_none=True)``), so a diff is measured on the installed SDK, not imagined.
+``sdk_view`` decodes a raw result with the same steps, in the same order, as the SDK's own
+``ClientSession.send_request`` (2.3.x): floor a negative ``ttlMs``, validate against the
+negotiated revision's surface, drop fields of later revisions on an older session, then parse
+the method's result model and dump it ``by_alias, mode="json", exclude_none``. It calls the
+SDK's own helpers for each step, so a diff is measured on the installed SDK, not imagined.
 ``compare_sdk_view`` walks both objects and reports dropped, synthesised and changed field
 paths, separating bookkeeping (``resultType``, ``_meta``, ``ttlMs``, ``cacheScope``) from
 semantic loss (anything else dropped or changed, e.g. ``futureHint``).
@@ -10,6 +12,7 @@ semantic loss (anything else dropped or changed, e.g. ``futureHint``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -33,10 +36,23 @@ def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern
     Raises whatever the SDK raises (``pydantic.ValidationError``, ``KeyError`` for a method
     it does not know).
     """
-    from mcp_types.methods import parse_server_result
+    from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
+    from mcp_types import methods
+    from pydantic import TypeAdapter
 
     protocol_version = version or version_for_era(check_era(era))
-    model = parse_server_result(method, protocol_version, raw)
+    if method not in methods.MONOLITH_RESULTS:
+        raise KeyError(f"the mcp SDK has no result model for {method!r}")
+    data = copy.deepcopy(raw)
+    _clamp_inbound_ttl(data)
+    try:
+        methods.validate_server_result(method, protocol_version, data)
+    except KeyError:  # the session skips surface validation for a (method, version) it has no row for
+        pass
+    foreign = _later_revision_fields(method, protocol_version)
+    if not foreign.isdisjoint(data):
+        data = {key: value for key, value in data.items() if key not in foreign}
+    model = TypeAdapter(methods.MONOLITH_RESULTS[method]).validate_python(data, by_name=False)
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 

@@ -67,3 +67,24 @@ def test_a_changed_bookkeeping_value_is_semantic():
     for field, before, after in (("ttlMs", 1000, 0), ("cacheScope", "private", "public"), ("resultType", "input_required", "complete")):
         diff = compare_sdk_view({"resultType": "complete", field: before}, {"resultType": "complete", field: after})
         assert diff["semanticLoss"] == [field] and diff["ok"] is False
+
+
+def test_modern_body_read_on_a_legacy_session_loses_its_ttl():
+    # The session drops a later revision's fields (ttlMs, cacheScope) and the model refills defaults.
+    view = sdk_view(RAW, "tools/list", "legacy")
+    diff = compare_sdk_view(RAW, view)
+    assert view["ttlMs"] == 0 and diff["changed"] == ["ttlMs"]
+    assert diff["semanticLoss"] == ["futureHint", "ttlMs"]
+
+
+def test_negative_ttl_is_floored_by_the_client():
+    raw = {**RAW, "ttlMs": -5}
+    assert sdk_view(raw, "tools/list", "modern")["ttlMs"] == 0
+    assert raw["ttlMs"] == -5  # the evidence itself is never modified
+
+
+def test_unknown_method_is_a_key_error():
+    import pytest
+
+    with pytest.raises(KeyError, match="no result model"):
+        sdk_view({"resultType": "complete"}, "stockroom/custom", "modern")
