@@ -1,10 +1,13 @@
 """SDK diff: what the installed ``mcp`` SDK really turns a raw result into, and what it lost.
 
 ``sdk_view`` decodes a raw result with the same steps, in the same order, as the SDK's own
-``ClientSession.send_request`` (2.3.x): floor a negative ``ttlMs``, validate against the
-negotiated revision's surface, drop fields of later revisions on an older session, then parse
-the method's result model and dump it ``by_alias, mode="json", exclude_none``. It calls the
-SDK's own helpers for each step, so a diff is measured on the installed SDK, not imagined.
+``ClientSession`` (2.3.x): floor a negative ``ttlMs``, validate against the negotiated
+revision's surface, drop fields of later revisions on an older session, parse the method's
+result model, then what the method's call adds (``list_tools`` drops tools with invalid
+``x-mcp-header`` on a modern session; ``discover`` validates ``DiscoverResult`` directly), and
+dump it ``by_alias, mode="json", exclude_none``. It calls the SDK's own helpers for each step,
+so a diff is measured on the installed SDK, not imagined. Extension result claims (e.g. a
+client that registered the tasks extension) are not modelled: such results show as refused.
 ``compare_sdk_view`` walks both objects and reports dropped, synthesised and changed field
 paths, separating bookkeeping (``resultType``, ``_meta``, ``ttlMs``, ``cacheScope``) from
 semantic loss (anything else dropped or changed, e.g. ``futureHint``).
@@ -37,7 +40,10 @@ def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern
     it does not know).
     """
     from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
+    from mcp.shared.inbound import find_invalid_x_mcp_header
     from mcp_types import methods
+    import mcp_types as sdk_types
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
     from pydantic import TypeAdapter
 
     protocol_version = version or version_for_era(check_era(era))
@@ -45,6 +51,9 @@ def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern
         raise KeyError(f"the mcp SDK has no result model for {method!r}")
     data = copy.deepcopy(raw)
     _clamp_inbound_ttl(data)
+    if method == "server/discover":  # ClientSession.discover(): plain model_validate, no surface check
+        model = sdk_types.DiscoverResult.model_validate(data)
+        return model.model_dump(by_alias=True, mode="json", exclude_none=True)
     try:
         methods.validate_server_result(method, protocol_version, data)
     except KeyError:  # the session skips surface validation for a (method, version) it has no row for
@@ -53,6 +62,9 @@ def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern
     if not foreign.isdisjoint(data):
         data = {key: value for key, value in data.items() if key not in foreign}
     model = TypeAdapter(methods.MONOLITH_RESULTS[method]).validate_python(data, by_name=False)
+    if method == "tools/list" and protocol_version in MODERN_PROTOCOL_VERSIONS:
+        # ClientSession.list_tools(): 2026-07-28 clients drop tools with invalid x-mcp-header annotations.
+        model.tools = [tool for tool in model.tools if find_invalid_x_mcp_header(tool.input_schema) is None]
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
@@ -104,14 +116,15 @@ def compare_sdk_view(raw: Any, sdk_view: Any, allowed_drops: Iterable[str] = ())
     Returns ``dropped``, ``synthesised`` and ``changed`` field paths (``"futureHint"``,
     ``"tools[0].annotations"``); ``bookkeeping``: the dropped and synthesised paths that are
     bookkeeping (``resultType``, ``_meta``, ``ttlMs``, ``cacheScope``) and may be allowed;
-    ``semanticLoss``: every other dropped path plus every CHANGED path (a changed value is never
-    bookkeeping: ``ttlMs`` 1000 -> 0 or ``cacheScope`` private -> public changes meaning), minus
-    ``allowed_drops``; ``allowedDrops`` and ``ok`` (no semantic loss).
+    ``semanticLoss``: every other dropped path not in ``allowed_drops`` (a policy may let a
+    component ignore a field, not let an SDK rewrite one) plus every CHANGED path (a changed
+    value is never bookkeeping: ``ttlMs`` 1000 -> 0 or ``cacheScope`` private -> public changes
+    meaning; a list of another length, e.g. a tool the SDK filtered, shows as its path);
+    ``allowedDrops`` and ``ok`` (no semantic loss).
     """
     out: dict[str, list[str]] = {"dropped": [], "synthesised": [], "changed": []}
     _walk(raw, sdk_view, "", out)
     allowed = sorted(set(allowed_drops))
     bookkeeping = {kind: [p for p in out[kind] if _is_bookkeeping(p)] for kind in ("dropped", "synthesised")}
-    loss = [p for p in out["dropped"] if not _is_bookkeeping(p)] + out["changed"]
-    loss = [p for p in loss if p not in allowed]
+    loss = [p for p in out["dropped"] if not _is_bookkeeping(p) and p not in allowed] + out["changed"]
     return {**out, "bookkeeping": bookkeeping, "semanticLoss": loss, "allowedDrops": allowed, "ok": not loss}

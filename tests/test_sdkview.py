@@ -88,3 +88,21 @@ def test_unknown_method_is_a_key_error():
 
     with pytest.raises(KeyError, match="no result model"):
         sdk_view({"resultType": "complete"}, "stockroom/custom", "modern")
+
+
+def test_modern_list_tools_drops_tools_with_an_invalid_x_mcp_header():
+    bad = {"name": "a", "description": "d",
+           "inputSchema": {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "bad header!"}}}}
+    raw = {"resultType": "complete", "tools": [bad], "ttlMs": 0, "cacheScope": "private"}
+    diff = compare_sdk_view(raw, sdk_view(raw, "tools/list", "modern"))
+    assert diff["semanticLoss"] == ["tools"]  # the listing lost a tool
+
+
+def test_discover_is_validated_like_client_discover():
+    view = sdk_view({"supportedVersions": ["2026-07-28"], "capabilities": {}}, "server/discover", "modern")
+    assert view["resultType"] == "complete" and view["ttlMs"] == 0
+
+
+def test_allowed_drops_never_excuse_a_changed_value():
+    assert compare_sdk_view({"ttlMs": 1000}, {"ttlMs": 0}, allowed_drops=["ttlMs"])["ok"] is False
+    assert compare_sdk_view({"tools": [{"x": 1}]}, {"tools": []}, allowed_drops=["tools"])["ok"] is False
