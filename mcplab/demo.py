@@ -1,7 +1,7 @@
 """The seed's demo, on real parts: the shipped transcript suite, the installed ``mcp`` SDK,
 proxy captures built from recorded transcripts, a health window and signed rollback evidence.
 
-Deterministic by construction (no clock, no randomness), so ``evidenceDigest`` is the same on
+Deterministic by construction (a fixed demo clock, no randomness), so ``evidenceDigest`` is the same on
 every run and machine with the same suite and SDK version. The HMAC key below is a DEMO key
 for a demo release controller; real deployments load their trusted signers from a secret store.
 """
@@ -9,6 +9,7 @@ for a demo release controller; real deployments load their trusted signers from 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timedelta, timezone
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ __all__ = ["run_demo", "demo_evidence", "DEMO_SIGNER"]
 DEMO_SIGNER = "release-controller@mcplab-demo"
 _DEMO_KEY = b"mcplab demo release-controller key (not a secret; demo only)"
 _PREVIOUS_VERSION = "1.4.2"
+#: The demo's fixed clock: rollback evidence issued a day before, valid for a week.
+DEMO_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def _find(transcripts: list[Transcript], name: str) -> Transcript:
@@ -73,6 +76,8 @@ def _rollback_evidence(transcripts: list[Transcript]) -> dict[str, Any]:
         "acceptanceSha256": evidence_digest(acceptance),
         "registryState": "active",
         "health": {"healthy": health["healthy"], "metrics": health["metrics"]},
+        "issuedAt": (DEMO_NOW - timedelta(days=1)).isoformat(),
+        "expiresAt": (DEMO_NOW + timedelta(days=6)).isoformat(),
         "routeRestoration": [
             f"pin the gateway route 'mcp-demo' to version {_PREVIOUS_VERSION}",
             "drain candidate connections for 30 s",
@@ -96,20 +101,23 @@ def demo_evidence(fixed_proxy: bool = False, allow_drops: Iterable[str] = ()) ->
     ingress, origin, egress = _proxy_captures(_find(transcripts, "negative-header-body-mismatch"), fixed_proxy)
     capture = {"label": "negative-header-body-mismatch via demo proxy", "ingress": ingress, "origin": origin, "egress": egress}
 
-    health = evaluate_health(_health_samples(seed=0))
+    samples = _health_samples(seed=0)
+    rollback = _rollback_evidence(transcripts)
     gate = ReleaseGate(ReleasePolicy(allowed_drops=tuple(allow), trusted_signers={DEMO_SIGNER: _DEMO_KEY}))
     decision = gate.evaluate(
         transcripts=results,
         sdk_evidence=[sdk_evidence],
         proxy_captures=[capture],
-        health=health,
-        rollback=_rollback_evidence(transcripts),
+        health_samples=samples,
+        rollback=rollback,
+        now=DEMO_NOW,
     )
     return {
         "transcripts": results,
         "sdk": sdk_evidence,
         "proxy": capture,
-        "health": health,
+        "healthSamples": samples,
+        "rollback": rollback,
         "decision": decision,
         "options": {"fixedProxy": fixed_proxy, "allowDrops": allow},
     }

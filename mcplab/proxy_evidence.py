@@ -32,15 +32,21 @@ _NOTHING = object()
 
 
 def _parsed(body: Any) -> Any:
-    """The JSON value of a body, the raw text/bytes when it is not JSON, ``None`` when empty."""
+    """The JSON value of a body, the raw text when it is not JSON, ``None`` when empty.
+
+    Bytes that are not UTF-8 stay bytes and compare byte for byte.
+    """
     if isinstance(body, (bytes, bytearray)):
-        body = bytes(body).decode("utf-8", errors="replace")
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(body)
     if isinstance(body, str):
         if not body.strip():
             return None
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _Raw(body)
     return body
 
@@ -51,8 +57,8 @@ class _Raw(str):
 
 def _same_body(a: Any, b: Any) -> bool:
     pa, pb = _parsed(a), _parsed(b)
-    if isinstance(pa, _Raw) or isinstance(pb, _Raw):
-        return isinstance(pa, _Raw) and isinstance(pb, _Raw) and str(pa) == str(pb)
+    if isinstance(pa, (_Raw, bytes)) or isinstance(pb, (_Raw, bytes)):
+        return type(pa) is type(pb) and pa == pb
     return same_json_value(pa, pb)
 
 
@@ -62,13 +68,16 @@ def _is_jsonrpc_error(body: Any) -> bool:
 
 
 def _media_type(hop: Mapping[str, Any]) -> str | None:
-    values = normalize_headers(hop.get("headers")).get("content-type")
-    return values[0].split(";", 1)[0].strip().lower() if values else None
+    """The media type(s) of a hop; conflicting duplicates stay visible as a joined string."""
+    values = normalize_headers(hop.get("headers")).get("content-type") or []
+    types = sorted({v.split(";", 1)[0].strip().lower() for v in values})
+    return ", ".join(types) if types else None
 
 
-def _header(hop: Mapping[str, Any], name: str) -> str | None:
-    values = normalize_headers(hop.get("headers")).get(name)
-    return values[0] if values else None
+def _header(hop: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """Every value of a header, with optional whitespace around list commas normalised."""
+    values = normalize_headers(hop.get("headers")).get(name) or []
+    return tuple(",".join(part.strip() for part in v.split(",")) for v in values)
 
 
 def _check_hop(hop: Any, name: str, *, response: bool) -> None:
@@ -79,8 +88,8 @@ def _check_hop(hop: Any, name: str, *, response: bool) -> None:
         status = hop.get("status")
         if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
             raise EvidenceError(f"{name}.status must be an HTTP status code, got {status!r}")
-    elif "body" not in hop:
-        raise EvidenceError(f"{name} capture needs the request body")
+    if "body" not in hop:
+        raise EvidenceError(f"{name} capture needs the body (None for an empty one)")
     try:
         normalize_headers(hop.get("headers"))
     except TypeError as exc:

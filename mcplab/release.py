@@ -12,10 +12,12 @@ import hashlib
 import hmac
 import math
 import re
-from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cases import CASES
 from .errors import EvidenceError
 from .evidence import canonical_json
 from .proxy_evidence import proxy_findings
@@ -244,6 +246,8 @@ ROLLBACK_PIN_FIELDS: tuple[str, ...] = (
     "registryState",
     "health",
     "routeRestoration",
+    "issuedAt",
+    "expiresAt",
 )
 CERTIFICATE_ALGORITHM = "HMAC-SHA-256"
 
@@ -339,13 +343,45 @@ def _certificate_problems(evidence: Mapping[str, Any], trusted_signers: Mapping[
     return []
 
 
-def rollback_evidence_problems(evidence: Any, trusted_signers: Mapping[str, bytes]) -> list[str]:
+def _timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 timestamp WITH a UTC offset, else ``None`` (a naive time is ambiguous)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _freshness_problems(evidence: Mapping[str, Any], now: datetime) -> list[str]:
+    issued, expires = _timestamp(evidence.get("issuedAt")), _timestamp(evidence.get("expiresAt"))
+    problems = [
+        f"{name}: must be an ISO 8601 timestamp with a UTC offset, got {evidence[name]!r}"
+        for name, moment in (("issuedAt", issued), ("expiresAt", expires))
+        if name in evidence and moment is None
+    ]
+    if issued is not None and expires is not None:
+        if expires <= issued:
+            problems.append("expiresAt: must be later than issuedAt")
+        if issued > now:
+            problems.append(f"issuedAt: {evidence['issuedAt']} is in the future")
+        if now >= expires:
+            problems.append(f"expiresAt: the evidence expired at {evidence['expiresAt']}; re-verify the rollback target")
+    return problems
+
+
+def rollback_evidence_problems(
+    evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None
+) -> list[str]:
     """Every reason ``evidence`` does not prove a rollback target, one readable string each.
 
     Each string starts with the field it is about. An empty list means the target is proven:
     exact version, complete acceptance evidence, three SHA-256 digests, registry state
     ``"active"``, health whose ``healthy`` is the boolean ``True``, a route restoration
-    procedure, and a valid certificate from a trusted signer over all of it.
+    procedure, an ``issuedAt``..``expiresAt`` validity window that holds ``now`` (default: the
+    current UTC time; stale evidence must be re-verified), and a valid certificate from a
+    trusted signer over all of it.
     """
     if evidence is None:
         return ["rollback evidence: missing"]
@@ -375,6 +411,7 @@ def rollback_evidence_problems(evidence: Any, trusted_signers: Mapping[str, byte
             or not all(isinstance(step, str) and step.strip() for step in steps)
         ):
             problems.append("routeRestoration: must be a non-empty list of non-empty procedure steps")
+    problems.extend(_freshness_problems(evidence, now or datetime.now(timezone.utc)))
     unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
     problems.extend(f"{path[2:]}: rollback evidence must not carry secrets" for path in redaction_paths(unsigned))
     if "certificate" in evidence:
@@ -382,9 +419,9 @@ def rollback_evidence_problems(evidence: Any, trusted_signers: Mapping[str, byte
     return problems
 
 
-def rollback_evidence_ready(evidence: Any, trusted_signers: Mapping[str, bytes]) -> bool:
+def rollback_evidence_ready(evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None) -> bool:
     """True when :func:`rollback_evidence_problems` finds nothing."""
-    return not rollback_evidence_problems(evidence, trusted_signers)
+    return not rollback_evidence_problems(evidence, trusted_signers, now)
 
 
 # --------------------------------------------------------------------------- gate
@@ -407,11 +444,22 @@ class ReleasePolicy:
         object.__setattr__(self, "allowed_drops", tuple(self.allowed_drops))
         if not all(isinstance(path, str) for path in self.allowed_drops):
             raise ValueError("allowed_drops must be field path strings")
+        for signer, key in self.trusted_signers.items():
+            if not isinstance(signer, str) or not signer or not isinstance(key, (bytes, bytearray)) or not key:
+                raise ValueError(f"trusted_signers maps a signer name to a non-empty bytes key; got {signer!r} -> {type(key).__name__}")
 
 
 def _label(item: Mapping[str, Any], index: int) -> str:
     label = item.get("name") or item.get("label")
     return label if isinstance(label, str) and label else f"#{index}"
+
+
+def _guarded(source: str, check: Callable[..., Any], *args: Any, shape: Callable[[str], Any] = lambda r: [r]) -> Any:
+    """Run one evidence check; evidence nested too deeply to judge becomes a blocking reason."""
+    try:
+        return check(*args)
+    except RecursionError:
+        return shape(f"{source} evidence is nested too deeply to judge")
 
 
 def _evidence_list(value: Any) -> list[Any] | None:
@@ -439,31 +487,38 @@ class ReleaseGate:
         transcripts: Sequence[Mapping[str, Any]],
         sdk_evidence: Sequence[Mapping[str, Any]],
         proxy_captures: Sequence[Mapping[str, Any]],
-        health: Mapping[str, Any] | None,
+        health_samples: Sequence[Mapping[str, Any]] | None,
         rollback: Mapping[str, Any] | None,
+        health_baseline: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
     ) -> dict[str, Any]:
         """Decide on a candidate.
 
-        ``transcripts``: verdicts ``{name, passed}`` (``TranscriptResult.to_dict()``);
-        ``sdk_evidence``: ``{raw, view, label?, exception?}`` per high-risk result (``view`` is
-        ``None`` when the SDK refused it); ``proxy_captures``: ``{ingress, origin, egress,
-        label?}``; ``health``: an ``evaluate_health`` result; ``rollback``: signed rollback
-        evidence or ``None``.
+        ``transcripts``: verdicts ``{name, variant?, passed}`` (``TranscriptResult.to_dict()``;
+        names must be known cases, each verdict once); ``sdk_evidence``: ``{raw, view, label?,
+        exception?}`` per high-risk result (``view`` is ``None`` when the SDK refused it);
+        ``proxy_captures``: ``{ingress, origin, egress, label?}``; ``health_samples``: the raw
+        health window, judged here with ``policy.health`` (and ``health_baseline``);
+        ``rollback``: signed rollback evidence or ``None``; ``now``: the decision time for the
+        rollback evidence's validity window (default: current UTC time).
 
-        Returns ``{"action", "reasons", "candidatePassed", "rollbackReady", "rollbackProblems",
-        "sdkDiffs", "proxyFindings", "allowedDrops", "unusedAllowedDrops"}``. ``action`` is
+        Returns ``{"action", "reasons", "candidatePassed", "health", "rollbackReady",
+        "rollbackProblems", "sdkDiffs", "proxyFindings", "allowedDrops", "unusedAllowedDrops"}``. ``action`` is
         ``"promote"`` (candidate passes, rollback proven), ``"rollback"`` (candidate fails,
         rollback proven) or ``"halt"`` (rollback not proven: never guess). ``allowedDrops`` are
         the policy's drops some diff actually showed; ``unusedAllowedDrops`` the rest (a stale
         excuse to remove; reported, not blocking).
         """
-        reasons = self._transcript_reasons(transcripts)
-        sdk_reasons, diffs, tolerated = self._sdk_reasons(sdk_evidence)
-        proxy_reasons, findings = self._proxy_reasons(proxy_captures)
-        reasons += sdk_reasons + proxy_reasons + self._health_reasons(health)
+        reasons = _guarded("transcript", self._transcript_reasons, transcripts)
+        sdk_reasons, diffs, tolerated = _guarded("SDK", self._sdk_reasons, sdk_evidence, shape=lambda r: ([r], [], set()))
+        proxy_reasons, findings = _guarded("proxy", self._proxy_reasons, proxy_captures, shape=lambda r: ([r], []))
+        health_reasons, health = _guarded(
+            "health", self._health_reasons, health_samples, health_baseline, shape=lambda r: ([r], None)
+        )
+        reasons += sdk_reasons + proxy_reasons + health_reasons
         candidate_passed = not reasons
 
-        rollback_problems = rollback_evidence_problems(rollback, self.policy.trusted_signers)
+        rollback_problems = _guarded("rollback", rollback_evidence_problems, rollback, self.policy.trusted_signers, now)
         rollback_ready = not rollback_problems
         if rollback_ready:
             action = "promote" if candidate_passed else "rollback"
@@ -477,6 +532,7 @@ class ReleaseGate:
             "action": action,
             "reasons": reasons,
             "candidatePassed": candidate_passed,
+            "health": health,
             "rollbackReady": rollback_ready,
             "rollbackProblems": rollback_problems,
             "sdkDiffs": diffs,
@@ -492,15 +548,20 @@ class ReleaseGate:
             return ["no transcript evidence"]
         reasons: list[str] = []
         failed: list[str] = []
+        seen: set[tuple[str, Any]] = set()
         for index, item in enumerate(items):
             if (
                 not isinstance(item, Mapping)
-                or not isinstance(item.get("name"), str)
-                or not item["name"]
+                or item.get("name") not in CASES
                 or not isinstance(item.get("passed"), bool)
             ):
-                reasons.append(f"transcript #{index}: malformed evidence (needs a case 'name' and a boolean 'passed')")
-            elif item["passed"] is not True:
+                reasons.append(f"transcript #{index}: malformed evidence (needs a known case 'name' and a boolean 'passed')")
+                continue
+            key = (item["name"], item.get("variant"))
+            if key in seen:
+                reasons.append(f"transcript {item['name']}: the same verdict appears twice")
+            seen.add(key)
+            if item["passed"] is not True:
                 failed.append(_label(item, index))
         if failed:
             reasons.insert(0, f"transcripts failed: {', '.join(failed)}")
@@ -548,13 +609,13 @@ class ReleaseGate:
             reasons.extend(f"proxy issue: {f['message']}" for f in findings)
         return reasons, found
 
-    @staticmethod
-    def _health_reasons(health: Any) -> list[str]:
-        if not isinstance(health, Mapping):
-            return ["no health evidence"]
-        if health.get("healthy") is True:
-            return []
-        detail = health.get("reasons")
-        if isinstance(detail, list) and detail:
-            return [f"health window not healthy: {'; '.join(map(str, detail))}"]
-        return [f"health window not healthy (healthy is {health.get('healthy')!r}, not true)"]
+    def _health_reasons(self, samples: Any, baseline: Any) -> tuple[list[str], dict[str, Any] | None]:
+        if samples is None:
+            return ["no health evidence"], None
+        try:
+            health = evaluate_health(samples, self.policy.health, baseline)
+        except EvidenceError as exc:
+            return [f"health window: malformed evidence: {exc}"], None
+        if health["healthy"] is True:
+            return [], health
+        return [f"health window not healthy: {'; '.join(health['reasons'])}"], health

@@ -46,6 +46,7 @@ from .versions import (
 __all__ = [
     "validate_request",
     "validate_retry",
+    "reject_unsolicited_retry",
     "parse_message",
     "routed_name_field",
     "ROUTED_NAME_FIELDS",
@@ -88,6 +89,8 @@ def parse_message(body: Any, *, case: str = "negative-malformed-envelope", code:
             return json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ProtocolViolation(f"body is not valid JSON: {exc}", code=code, case=case) from None
+        except RecursionError:
+            raise ProtocolViolation("body is nested too deeply to parse", code=code, case=case) from None
     return body
 
 
@@ -299,49 +302,86 @@ def _retry_fault(message: str) -> ProtocolViolation:
     return ProtocolViolation(message, code=INVALID_PARAMS, case="negative-retry-mismatch")
 
 
-def validate_retry(original: Mapping[str, Any], input_required: Mapping[str, Any], retry: Any) -> dict[str, Any]:
+def validate_retry(
+    original: Any, input_required: Mapping[str, Any], retry: Any, *, earlier_ids: Collection[Any] = ()
+) -> dict[str, Any]:
     """Check an MRTR retry against the request it repeats and the ``input_required`` result it answers.
 
-    The retry is the same method with the same params (``_meta``, ``inputResponses`` and
-    ``requestState`` aside) under a NEW id, carries the server's ``requestState`` verbatim (and
-    none the server never sent), and answers every input request (an elicitation with
-    ``action`` accept, decline or cancel). Returns the parsed retry; raises a -32602
-    ``negative-retry-mismatch`` violation otherwise.
+    The retry is the same method with the same params under a NEW id (new against the original
+    and every ``earlier_ids`` of the same round trip), the same protocol version and client
+    capabilities, carries the server's ``requestState`` verbatim (and none the server never
+    sent), and answers exactly the input requests asked (an elicitation with ``action``
+    accept, decline or cancel; an accepted form with every required field). Returns the parsed
+    retry; raises a -32602 ``negative-retry-mismatch`` violation otherwise.
     """
+    original = parse_message(original)
+    if not isinstance(original, dict) or not isinstance(input_required, Mapping):
+        raise TypeError("validate_retry needs the original request object and the input_required result object")
     message = parse_message(retry)
     method, params = _envelope(message)
     if "id" not in message:
         raise _retry_fault("a retry is a request: it needs an id")
-    if same_json_value(message["id"], original.get("id")):
-        raise _retry_fault(f"a retry needs a new JSON-RPC id, not the original {message['id']!r} again")
+    for used in (original.get("id"), *earlier_ids):
+        if same_json_value(message["id"], used):
+            raise _retry_fault(f"a retry needs a new JSON-RPC id; {message['id']!r} was already used in this round trip")
     if method != original.get("method"):
         raise _retry_fault(f"the retry calls {method!r}, the original request was {original.get('method')!r}")
-    before = {k: v for k, v in (original.get("params") or {}).items() if k not in _RETRY_FIELDS}
+    before_params = original.get("params") if isinstance(original.get("params"), dict) else {}
+    before = {k: v for k, v in before_params.items() if k not in _RETRY_FIELDS}
     after = {k: v for k, v in params.items() if k not in _RETRY_FIELDS}
     if not same_json_value(before, after):
         changed = sorted(k for k in before.keys() | after.keys() if not same_json_value(before.get(k), after.get(k)))
         raise _retry_fault(f"the retry changes the original request's params: {', '.join(changed)}")
+    before_meta = before_params.get("_meta") if isinstance(before_params.get("_meta"), dict) else {}
+    after_meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES):
+        if not same_json_value(before_meta.get(key), after_meta.get(key)):
+            raise _retry_fault(f"the retry changes params._meta[{key!r}]")
     if "requestState" in input_required:
         if params.get("requestState") != input_required["requestState"]:
             raise _retry_fault("the retry does not carry the server's requestState verbatim")
     elif "requestState" in params:
         raise _retry_fault("the retry carries a requestState the server never sent")
     wanted = input_required.get("inputRequests") or {}
-    answers = params.get("inputResponses")
-    if wanted and not isinstance(answers, dict):
-        raise _retry_fault("the retry needs inputResponses: an object answering every input request")
+    if not isinstance(wanted, Mapping):
+        raise TypeError("validate the input_required result first: its inputRequests is not an object")
+    answers = params.get("inputResponses", {} if not wanted else None)
+    if not isinstance(answers, dict):
+        raise _retry_fault("inputResponses must be an object answering every input request")
+    extra = sorted(set(answers) - set(wanted))
+    if extra:
+        raise _retry_fault(f"the retry answers input requests the server never made: {extra}")
     for key, request in wanted.items():
         if key not in answers:
             raise _retry_fault(f"the retry leaves the input request {key!r} unanswered")
-        answer = answers[key]
-        if not isinstance(answer, dict):
-            raise _retry_fault(f"inputResponses[{key!r}] must be an object")
-        if isinstance(request, Mapping) and request.get("method") == "elicitation/create":
-            if answer.get("action") not in ELICITATION_ACTIONS:
-                raise _retry_fault(
-                    f"inputResponses[{key!r}].action must be one of {', '.join(sorted(ELICITATION_ACTIONS))}, "
-                    f"got {answer.get('action')!r}"
-                )
-            if "content" in answer and not isinstance(answer["content"], dict):
-                raise _retry_fault(f"inputResponses[{key!r}].content must be an object")
+        _check_answer(key, request, answers[key])
     return message
+
+
+def _check_answer(key: str, request: Any, answer: Any) -> None:
+    if not isinstance(answer, dict):
+        raise _retry_fault(f"inputResponses[{key!r}] must be an object")
+    if not (isinstance(request, Mapping) and request.get("method") == "elicitation/create"):
+        return
+    action = answer.get("action")
+    if action not in ELICITATION_ACTIONS:
+        raise _retry_fault(
+            f"inputResponses[{key!r}].action must be one of {', '.join(sorted(ELICITATION_ACTIONS))}, got {action!r}"
+        )
+    content = answer.get("content")
+    if content is not None and not isinstance(content, dict):
+        raise _retry_fault(f"inputResponses[{key!r}].content must be an object")
+    schema = (request.get("params") or {}).get("requestedSchema") if isinstance(request.get("params"), Mapping) else None
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    if action == "accept" and isinstance(required, list):
+        missing = [name for name in required if name not in (content or {})]
+        if missing:
+            raise _retry_fault(f"inputResponses[{key!r}] accepts without the required fields {missing}")
+
+
+def reject_unsolicited_retry(request: Mapping[str, Any]) -> None:
+    """A request that answers no ``input_required`` must not carry ``inputResponses``/``requestState``."""
+    params = request.get("params") if isinstance(request.get("params"), dict) else {}
+    present = sorted(k for k in ("inputResponses", "requestState") if k in params)
+    if present:
+        raise _retry_fault(f"the request carries {', '.join(present)} but answers no input_required result")

@@ -60,8 +60,9 @@ def _check_error_data(error: dict[str, Any]) -> None:
 
 
 def _check_content_type(headers: HeaderInput) -> None:
-    values = normalize_headers(headers).get("content-type")
-    media = values[0].split(";", 1)[0].strip().lower() if values else None
+    values = normalize_headers(headers).get("content-type") or []
+    media_types = {v.split(";", 1)[0].strip().lower() for v in values}
+    media = media_types.pop() if len(media_types) == 1 else (", ".join(sorted(media_types)) or None)
     if media != "application/json":
         raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {media!r}")
 
@@ -132,7 +133,8 @@ def validate_response(
             raise _fail("negative-error-shape", f"error.code must be an integer, got {code!r}")
         if not isinstance(error.get("message"), str):
             raise _fail("negative-error-shape", f"error.message must be a string, got {error.get('message')!r}")
-        _check_error_data(error)
+        if era == "modern":
+            _check_error_data(error)
         expected_status = http_status_for_code(code)
         if status is not None and era == "modern" and expected_status is not None and status != expected_status:
             raise _fail(

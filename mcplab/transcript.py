@@ -42,12 +42,13 @@ from .errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    EvidenceError,
     ProtocolViolation,
     TranscriptError,
     http_status_for_code,
 )
 from .proxy_evidence import proxy_findings
-from .requests import validate_request, validate_retry
+from .requests import reject_unsolicited_retry, validate_request, validate_retry
 from .responses import validate_response
 from .results import validate_result
 from .versions import ERAS
@@ -292,6 +293,8 @@ def load_transcript(path: str | Path) -> Transcript:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(str(path), f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise TranscriptError(str(path), "JSON nested too deeply to read") from None
     return parse_transcript(data, str(path))
 
 
@@ -344,11 +347,16 @@ def _steps(t: Transcript) -> Iterator[_Step]:
     its result for the era and method.
     """
     previous: _Step | None = None
+    round_trip_ids: list[Any] = []  # ids used since the original request of an MRTR round trip
     for index, ex in enumerate(t.exchanges):
         try:
             request = validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
             if previous is not None and isinstance(previous.result, dict) and previous.result.get("resultType") == "input_required":
-                validate_retry(previous.request, previous.result, request)
+                validate_retry(previous.request, previous.result, request, earlier_ids=round_trip_ids)
+            else:
+                reject_unsolicited_retry(request)
+                round_trip_ids = []
+            round_trip_ids.append(request.get("id"))
         except ProtocolViolation as v:
             yield _Step(index, ex, request_violation=v)
             return
@@ -475,6 +483,8 @@ def run_transcript(transcript: Transcript) -> TranscriptResult:
         passed = True
     except _Verdict as verdict:
         detail, passed = str(verdict), False
+    except (RecursionError, EvidenceError) as exc:  # never a traceback for hostile data
+        detail, passed = f"cannot judge this transcript: {exc or type(exc).__name__}", False
     return TranscriptResult(t.name, t.variant, t.cls, t.era, passed, detail, boundary, observed)
 
 

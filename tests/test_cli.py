@@ -94,3 +94,10 @@ def test_empty_directory_is_not_a_green_suite(tmp_path, capsys):
 def test_unwritable_evidence_path_is_one_line(tmp_path):
     proc = run("demo", "--evidence", str(tmp_path))
     assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_deeply_nested_transcript_file_is_one_line(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100000, encoding="utf-8")
+    proc = run("transcripts", "run", "--file", str(path))
+    assert proc.returncode == 2 and "nested too deeply" in proc.stderr and "Traceback" not in proc.stderr

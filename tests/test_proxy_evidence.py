@@ -54,3 +54,18 @@ def test_hollow_captures_are_not_evidence():
                                     (INGRESS, {**ORIGIN, "headers": "x"}, ORIGIN), ({"headers": []}, ORIGIN, ORIGIN)):
         with pytest.raises(EvidenceError):
             inspect_proxy(ingress, origin, egress)
+
+
+def test_non_utf8_bodies_compare_byte_for_byte():
+    assert inspect_proxy(INGRESS, {**ORIGIN, "body": b"\xff"}, {**ORIGIN, "body": b"\xfe"}) == [PROXY_ISSUES["negative-proxy-changed-body"]]
+    assert inspect_proxy(INGRESS, {**ORIGIN, "body": b"\xff"}, {**ORIGIN, "body": b"\xff"}) == []
+
+
+def test_conflicting_content_types_are_visible():
+    doubled = {**ORIGIN, "headers": [("Content-Type", "application/json"), ("content-type", "text/html")]}
+    assert inspect_proxy(INGRESS, ORIGIN, doubled) == [PROXY_ISSUES["negative-proxy-content-type"]]
+
+
+def test_list_header_whitespace_is_not_a_change():
+    seen = {"headers": [("Accept", "application/json,text/event-stream"), ("Mcp-Method", "tools/list")], "body": REQ}
+    assert inspect_proxy(INGRESS, {**ORIGIN, "request": seen}, dict(ORIGIN)) == []

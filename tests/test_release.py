@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -19,6 +20,7 @@ from mcplab.release import (
     sign_rollback_evidence,
 )
 
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 KEY = b"release-controller-key"
 SIGNERS = {"release-controller": KEY}
 HEX = "ab" * 32
@@ -47,6 +49,8 @@ def rollback_evidence(**overrides):
         "registryState": "active",
         "health": {"healthy": True, "reasons": []},
         "routeRestoration": ["route 100% of traffic to 1.4.2", "confirm health window"],
+        "issuedAt": (NOW - timedelta(hours=1)).isoformat(),
+        "expiresAt": (NOW + timedelta(days=1)).isoformat(),
     }
     evidence.update(overrides)
     return sign_rollback_evidence(evidence, "release-controller", KEY)
@@ -175,8 +179,8 @@ def test_bad_policy_is_rejected():
 
 def test_signed_evidence_is_ready():
     evidence = rollback_evidence()
-    assert rollback_evidence_problems(evidence, SIGNERS) == []
-    assert rollback_evidence_ready(evidence, SIGNERS) is True
+    assert rollback_evidence_problems(evidence, SIGNERS, NOW) == []
+    assert rollback_evidence_ready(evidence, SIGNERS, NOW) is True
     assert evidence["certificate"]["algorithm"] == "HMAC-SHA-256"
     assert len(evidence["certificate"]["signature"]) == 64
 
@@ -194,20 +198,20 @@ def test_missing_pin_field_fails(field):
     evidence = rollback_evidence()
     del evidence[field]
     evidence = sign_rollback_evidence(evidence, "release-controller", KEY)
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert f"{field}: missing" in problems
 
 
 def test_missing_certificate_fails():
     evidence = rollback_evidence()
     del evidence["certificate"]
-    assert rollback_evidence_problems(evidence, SIGNERS) == ["certificate: missing"]
+    assert rollback_evidence_problems(evidence, SIGNERS, NOW) == ["certificate: missing"]
 
 
 @pytest.mark.parametrize("healthy", ["yes", 1, "true", None, False])
 def test_truthy_health_is_not_readiness(healthy):
     evidence = rollback_evidence(health={"healthy": healthy})
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert problems == [f"health.healthy: must be the boolean true, got {healthy!r}"]
 
 
@@ -224,7 +228,7 @@ def test_truthy_health_is_not_readiness(healthy):
 def test_tampering_after_signing_fails(field, value):
     evidence = rollback_evidence()
     evidence[field] = value
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert any(p.startswith("certificate.signature: does not match") for p in problems)
 
 
@@ -232,14 +236,14 @@ def test_wrong_key_fails():
     evidence = sign_rollback_evidence(
         {k: v for k, v in rollback_evidence().items() if k != "certificate"}, "release-controller", b"wrong"
     )
-    assert rollback_evidence_problems(evidence, SIGNERS) == [
+    assert rollback_evidence_problems(evidence, SIGNERS, NOW) == [
         "certificate.signature: does not match the evidence under 'release-controller''s key"
     ]
 
 
 def test_untrusted_signer_fails():
     evidence = sign_rollback_evidence(rollback_evidence(), "mallory", KEY)
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert problems == ["certificate.signer: 'mallory' is not a trusted release-controller identity"]
     assert not rollback_evidence_ready(rollback_evidence(), {})
 
@@ -256,7 +260,7 @@ def test_untrusted_signer_fails():
 def test_malformed_certificate_fails(certificate):
     evidence = rollback_evidence()
     evidence["certificate"] = certificate
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert problems and all(p.startswith("certificate") for p in problems)
 
 
@@ -266,13 +270,13 @@ def test_malformed_certificate_fails(certificate):
      "latest", "Current", "previous", None, 142],
 )
 def test_inexact_versions_fail(version):
-    problems = rollback_evidence_problems(rollback_evidence(version=version), SIGNERS)
+    problems = rollback_evidence_problems(rollback_evidence(version=version), SIGNERS, NOW)
     assert len(problems) == 1 and problems[0].startswith("version:")
 
 
 @pytest.mark.parametrize("version", ["1.4.2", "v2.0.0-rc.1", "2026.07.28+build.7", "sha-0ab1c2"])
 def test_exact_versions_pass(version):
-    assert rollback_evidence_ready(rollback_evidence(version=version), SIGNERS)
+    assert rollback_evidence_ready(rollback_evidence(version=version), SIGNERS, NOW)
 
 
 @pytest.mark.parametrize(
@@ -298,19 +302,19 @@ def test_exact_versions_pass(version):
     ],
 )
 def test_each_bad_field_is_named(field, value, prefix):
-    problems = rollback_evidence_problems(rollback_evidence(**{field: value}), SIGNERS)
+    problems = rollback_evidence_problems(rollback_evidence(**{field: value}), SIGNERS, NOW)
     assert len(problems) == 1 and problems[0].startswith(prefix), problems
 
 
 @pytest.mark.parametrize("evidence", [None, "ready", ["version"], 1])
 def test_non_dict_evidence_is_a_problem_not_a_crash(evidence):
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert len(problems) == 1 and problems[0].startswith("rollback evidence:")
-    assert rollback_evidence_ready(evidence, SIGNERS) is False
+    assert rollback_evidence_ready(evidence, SIGNERS, NOW) is False
 
 
 def test_every_problem_is_listed():
-    problems = rollback_evidence_problems({"registryState": "gone"}, SIGNERS)
+    problems = rollback_evidence_problems({"registryState": "gone"}, SIGNERS, NOW)
     # seven pin fields missing, the certificate missing, and the wrong registry state
     assert len(problems) == len(ROLLBACK_PIN_FIELDS) + 1
     assert "registryState: must be 'active', got 'gone'" in problems
@@ -341,8 +345,9 @@ def decide(g=None, **overrides):
         "transcripts": TRANSCRIPTS,
         "sdk_evidence": [CLEAN_SDK],
         "proxy_captures": [CLEAN_PROXY],
-        "health": healthy_result(),
+        "health_samples": window(),
         "rollback": rollback_evidence(),
+        "now": NOW,
     }
     evidence.update(overrides)
     result = (g or gate()).evaluate(**evidence)
@@ -392,7 +397,7 @@ def test_empty_evidence_source_blocks(source, reason):
 
 
 def test_missing_health_blocks():
-    assert decide(health=None)["reasons"] == ["no health evidence"]
+    assert decide(health_samples=None)["reasons"] == ["no health evidence"]
 
 
 def test_failed_transcripts_are_named():
@@ -439,17 +444,26 @@ def test_unused_allowed_drop_is_reported():
     assert result["unusedAllowedDrops"] == ["futureHint"]
 
 
-@pytest.mark.parametrize("healthy", ["yes", 1, None])
-def test_truthy_health_does_not_pass_the_gate(healthy):
-    health = dict(healthy_result(), healthy=healthy)
-    result = decide(health=health)
-    assert result["candidatePassed"] is False
-    assert result["action"] == "rollback"
+def test_the_gate_judges_the_raw_window_with_its_own_policy():
+    strict = gate(health=HealthPolicy(min_samples=100))
+    result = decide(strict)
+    assert result["action"] == "rollback" and result["health"]["healthy"] is False
+    assert result["reasons"] == ["health window not healthy: only 30 health samples, fewer than the minimum 100"]
 
 
 def test_unhealthy_window_reasons_are_carried():
-    result = decide(health=evaluate_health(window(n=5)))
+    result = decide(health_samples=window(n=5))
     assert result["reasons"] == ["health window not healthy: only 5 health samples, fewer than the minimum 20"]
+
+
+def test_malformed_health_samples_block_without_crashing():
+    result = decide(health_samples=[{"t": 0, "latencyMs": "fast", "error": False}])
+    assert result["candidatePassed"] is False and "health window: malformed evidence" in result["reasons"][0]
+
+
+def test_a_baseline_regression_blocks():
+    result = decide(health_samples=window(latency=400.0), health_baseline=evaluate_health(window(latency=100.0)))
+    assert result["candidatePassed"] is False and "baseline" in result["reasons"][0]
 
 
 def test_green_health_cannot_fill_missing_boundaries():
@@ -480,5 +494,42 @@ def test_untrusted_rollback_signer_halts():
 
 def test_secret_named_fields_in_rollback_evidence_are_refused():
     evidence = sign_rollback_evidence({**rollback_evidence(), "gatewayToken": "abc"}, "release-controller", KEY)
-    problems = rollback_evidence_problems(evidence, SIGNERS)
+    problems = rollback_evidence_problems(evidence, SIGNERS, NOW)
     assert problems == ["gatewayToken: rollback evidence must not carry secrets"]
+
+
+@pytest.mark.parametrize("verdicts", [[{"name": "whatever", "passed": True}], [TRANSCRIPTS[0], TRANSCRIPTS[0]]])
+def test_unknown_or_repeated_transcript_verdicts_block(verdicts):
+    assert decide(transcripts=verdicts)["candidatePassed"] is False
+
+
+def test_captures_without_bodies_are_not_evidence():
+    hollow = {"ingress": {"body": None}, "origin": {"status": 200}, "egress": {"status": 200}}
+    assert "malformed evidence" in decide(proxy_captures=[hollow])["reasons"][0]
+
+
+def test_deeply_nested_evidence_blocks_instead_of_crashing():
+    deep: dict = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    result = decide(sdk_evidence=[{"raw": deep, "view": deep}], rollback={**rollback_evidence(), "deep": deep})
+    assert result["action"] == "halt"
+    assert "nested too deeply" in result["reasons"][0] and "nested too deeply" in result["rollbackProblems"][0]
+
+
+@pytest.mark.parametrize("moment, needle", [(NOW + timedelta(days=2), "expired"), (NOW - timedelta(days=1), "in the future")])
+def test_rollback_evidence_has_a_validity_window(moment, needle):
+    problems = rollback_evidence_problems(rollback_evidence(), SIGNERS, moment)
+    assert len(problems) == 1 and needle in problems[0]
+
+
+def test_naive_timestamps_are_refused():
+    problems = rollback_evidence_problems(rollback_evidence(issuedAt="2026-12-01T11:00:00"), SIGNERS, NOW)
+    assert problems == ["issuedAt: must be an ISO 8601 timestamp with a UTC offset, got '2026-12-01T11:00:00'"]
+
+
+def test_signer_keys_must_be_bytes():
+    with pytest.raises(ValueError, match="bytes key"):
+        ReleasePolicy(trusted_signers={"release-controller": "not-bytes"})

@@ -155,3 +155,8 @@ def test_legacy_era_rules():
 def test_unknown_era_is_a_caller_error():
     with pytest.raises(ValueError, match="unknown era"):
         validate_request(modern_request(), modern_headers(), "future")
+
+
+def test_deeply_nested_bodies_are_a_parse_error_not_a_crash():
+    v = violation(b"[" * 100000, modern_headers())
+    assert (v.code, v.case) == (-32700, "negative-malformed-envelope")

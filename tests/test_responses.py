@@ -107,3 +107,14 @@ def test_raw_requests_are_parsed_for_the_id_and_notification_checks():
     assert validate_response(err(-32700, id=None), b"{not json", status=400)
     assert case_of(err(-32700, id=1), b"{not json", status=400) == "negative-id-mismatch"
     assert validate_response(err(-32600, id=None), b"[]", status=400)
+
+
+def test_legacy_errors_need_no_modern_data():
+    body = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "unsupported"}}
+    assert validate_response(body, REQ, status=200, era="legacy")
+
+
+def test_conflicting_content_types_are_refused():
+    with pytest.raises(ProtocolViolation) as info:
+        validate_response(ok(), REQ, headers=[("Content-Type", "application/json"), ("content-type", "text/html")])
+    assert info.value.case == "negative-content-type"

@@ -107,6 +107,9 @@ def test_golden_fails_on_a_bad_response():
         (lambda r: r["params"].update(inputResponses={"approval": {"action": "bogus"}}), "action"),
         (lambda r: r["params"].update(inputResponses={}), "unanswered"),
         (lambda r: r["params"].update(inputResponses=5), "inputResponses"),
+        (lambda r: r["params"]["inputResponses"].update(other={"action": "accept"}), "never made"),
+        (lambda r: r["params"]["inputResponses"]["approval"].update(content={}), "required fields ['confirm']"),
+        (lambda r: r["params"]["_meta"].update({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}}), "clientCapabilities"),
     ],
 )
 def test_mrtr_retry_must_repeat_the_request_and_answer(mutate, needle):
@@ -115,6 +118,24 @@ def test_mrtr_retry_must_repeat_the_request_and_answer(mutate, needle):
     mutate(data["then"][0]["request"])
     result = run_transcript(parse_transcript(data))
     assert not result.passed and "negative-retry-mismatch" in result.detail and needle in result.detail
+
+
+def test_requests_that_answer_nothing_must_not_carry_mrtr_fields():
+    data = raw("golden-modern-call")
+    data["request"]["params"]["requestState"] = "forged"
+    result = run_transcript(parse_transcript(data))
+    assert not result.passed and "answers no input_required" in result.detail
+
+
+def test_a_second_round_may_not_reuse_the_first_id():
+    data = raw("golden-input-required")
+    second_ask = copy.deepcopy(data["responseBody"])
+    second_ask["id"] = data["then"][0]["request"]["id"]
+    retry2 = copy.deepcopy(data["then"][0])
+    retry2["request"]["id"] = data["request"]["id"]  # the original id again
+    data["then"] = [dict(data["then"][0], responseBody=second_ask), retry2]
+    result = run_transcript(parse_transcript(data))
+    assert not result.passed and "already used in this round trip" in result.detail
 
 
 def test_golden_cannot_end_on_input_required():
