@@ -18,6 +18,7 @@ from . import (
     responses,
     results,
     sdkview,
+    sse,
     transcript,
     versions,
 )
@@ -34,6 +35,7 @@ from .requests import *  # noqa: F403
 from .responses import *  # noqa: F403
 from .results import *  # noqa: F403
 from .sdkview import *  # noqa: F403
+from .sse import *  # noqa: F403
 from .transcript import *  # noqa: F403
 from .versions import *  # noqa: F403
 
@@ -43,7 +45,7 @@ __all__ = [
     name
     for module in (
         versions, errors, cases, jsonvalue, headers, requests, results, responses, era,
-        sdkview, proxy_evidence, redaction, evidence, release, transcript,
+        sdkview, sse, proxy_evidence, redaction, evidence, release, transcript,
     )
     for name in module.__all__
 ]

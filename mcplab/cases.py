@@ -102,6 +102,8 @@ _TABLE: tuple[Case, ...] = (
     _C("negative-proxy-content-type", "egress Content-Type differs from the origin's", "intermediary", INVALID_REQUEST),
     _C("negative-proxy-request-changed", "the request the origin received differs from the client's (body or Accept)", "intermediary", INVALID_REQUEST),
     _C("negative-sse-id-mismatch", "an SSE event whose JSON-RPC id differs from the request's", "client", INVALID_REQUEST),
+    _C("negative-sse-server-request", "a 2026-07-28 event stream that carries a server-to-client request", "client", INVALID_REQUEST),
+    _C("negative-sse-unrelated-notification", "a progress notification in a stream for another request's progressToken", "client", INVALID_REQUEST),
     _C("negative-sse-buffered", "the stream held back and released at once", "intermediary", INVALID_REQUEST),
     # era selection decisions
     _C("era-strict-modern-proven", "strict mode chose modern on proof (discover success or a modern error)"),

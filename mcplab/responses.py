@@ -5,6 +5,8 @@ not ``"1"``, ``true`` is not ``1``); exactly one of ``result``/``error``; an err
 integer ``code`` and a string ``message``; a modern server carries each known protocol error
 with its HTTP status (-32020/-32021/-32022/-32602/-32600/-32700 -> 400, -32601 -> 404) and a
 success with 200; a notification gets HTTP 202 and an empty body, never a JSON-RPC response.
+A ``text/event-stream`` answer is judged event by event: related notifications, then exactly
+one response with the request's id.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .errors import (
 from .headers import HeaderInput, normalize_headers
 from .jsonvalue import same_json_value
 from .requests import parse_message
+from .sse import is_event_stream, parse_sse
 from .versions import check_era
 
 __all__ = ["validate_response", "is_notification"]
@@ -59,10 +62,15 @@ def _check_error_data(error: dict[str, Any]) -> None:
             raise _fail("negative-error-data", "-32021 needs data {requiredCapabilities: {...}} naming what is missing")
 
 
-def _check_content_type(headers: HeaderInput) -> None:
+def _media_type(headers: HeaderInput) -> str | None:
+    """The one media type of a response; conflicting duplicates come back joined (never a match)."""
     values = normalize_headers(headers).get("content-type") or []
     media_types = {v.split(";", 1)[0].strip().lower() for v in values}
-    media = media_types.pop() if len(media_types) == 1 else (", ".join(sorted(media_types)) or None)
+    return media_types.pop() if len(media_types) == 1 else (", ".join(sorted(media_types)) or None)
+
+
+def _check_content_type(headers: HeaderInput) -> None:
+    media = _media_type(headers)
     if media != "application/json":
         raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {media!r}")
 
@@ -104,11 +112,19 @@ def validate_response(
         return None
     if _is_empty(body):
         raise _fail("negative-response-unparsable", "a request needs a JSON-RPC response, the body is empty")
+    if headers is not None and is_event_stream(_media_type(headers)):
+        return _validate_stream(body, request, status, era)
     response = parse_message(body, case="negative-response-unparsable", code=INVALID_REQUEST)
     if not isinstance(response, dict):
         raise _fail("negative-response-unparsable", f"a response must be one JSON object, got {type(response).__name__}")
     if headers is not None:
         _check_content_type(headers)
+    _check_envelope(response, request, status, era, id_case="negative-id-mismatch")
+    return response
+
+
+def _check_envelope(response: dict[str, Any], request: Any, status: int | None, era: str, *, id_case: str) -> None:
+    """jsonrpc, result XOR error, id (value and JSON type), error shape and data, HTTP status."""
     if response.get("jsonrpc", _MISSING) != "2.0" or not isinstance(response.get("jsonrpc"), str):
         raise _fail("negative-jsonrpc-version", f'response jsonrpc must be exactly "2.0", got {response.get("jsonrpc")!r}')
     has_result, has_error = "result" in response, "error" in response
@@ -120,7 +136,7 @@ def validate_response(
         actual = response.get("id", _MISSING)
         if actual is _MISSING or not same_json_value(actual, expected):
             raise _fail(
-                "negative-id-mismatch",
+                id_case,
                 f"response id {None if actual is _MISSING else actual!r} does not equal request id {expected!r} "
                 "in value and JSON type",
             )
@@ -143,4 +159,42 @@ def validate_response(
             )
     elif status is not None and status != 200:
         raise _fail("negative-wrong-http-status", f"a successful result travels with HTTP 200, got HTTP {status}")
+
+
+def _validate_stream(body: Any, request: Any, status: int | None, era: str) -> dict[str, Any]:
+    """An SSE answer: related notifications, then the one response for this request.
+
+    The HTTP status of a stream is 200 whatever the response inside says, so the error/status
+    table does not apply to events. A 2026-07-28 stream carries no server-to-client requests,
+    and a progress notification must carry the request's ``progressToken``.
+    """
+    if status is not None and status != 200:
+        raise _fail("negative-wrong-http-status", f"an event stream travels with HTTP 200, got HTTP {status}")
+    try:
+        events = parse_sse(body)
+    except UnicodeDecodeError:
+        raise _fail("negative-response-unparsable", "the event stream is not UTF-8") from None
+    meta = ((request or {}).get("params") or {}).get("_meta") if isinstance(request, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    response: dict[str, Any] | None = None
+    for index, event in enumerate(events):
+        message = parse_message(event["data"], case="negative-response-unparsable", code=INVALID_REQUEST)
+        if not isinstance(message, dict):
+            raise _fail("negative-response-unparsable", f"event {index} is not one JSON-RPC message")
+        if "method" in message:
+            if "id" in message and era == "modern":
+                raise _fail("negative-sse-server-request", f"event {index} is a server-to-client request ({message['method']})")
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            if message["method"] == "notifications/progress" and (token is None or not same_json_value(params.get("progressToken"), token)):
+                raise _fail(
+                    "negative-sse-unrelated-notification",
+                    f"event {index} reports progress for token {params.get('progressToken')!r}, the request's is {token!r}",
+                )
+            continue
+        if response is not None:
+            raise _fail("negative-sse-id-mismatch", f"event {index} is a second response in one stream")
+        _check_envelope(message, request, None, era, id_case="negative-sse-id-mismatch")
+        response = message
+    if response is None:
+        raise _fail("negative-response-unparsable", "the event stream ended without the JSON-RPC response")
     return response

@@ -16,7 +16,7 @@ File format (one JSON object per file under ``mcplab/transcripts/``; see README)
       "responseStatus": 200,
       "responseHeaders": [["Content-Type", "application/json"]],
       "responseBody": {...} | null,              # null: empty body
-      "responseText": "raw body",                # instead of "responseBody" when not JSON
+      "responseText": "raw body",                # instead of "responseBody" when not one JSON value (e.g. SSE)
       "origin": {"status": 400, "headers": [...], "body": {...},   # proxy cases: what the origin sent;
                  "request": {"headers": [...], "body": {...}}},  # optional: what the origin received;
                                                  # response* is then what the proxy sent on (egress)

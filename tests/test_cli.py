@@ -60,7 +60,7 @@ def test_malformed_file_is_one_line_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [(["transcripts", "run", "--case", "negative-nope"], "not a case name"),
-                                          (["transcripts", "run", "--case", "golden-sse-stream"], "known case without a transcript"),
+                                          (["transcripts", "run", "--case", "negative-sse-buffered"], "known case without a transcript"),
                                           (["transcripts", "list", "--dir", "/nonexistent"], "not a directory")])
 def test_bad_selection_exit_2(args, needle, capsys):
     assert main(args) == 2

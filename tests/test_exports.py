@@ -4,7 +4,7 @@ import importlib
 
 import mcplab
 
-MODULES = ["versions", "errors", "cases", "jsonvalue", "headers", "requests", "results", "responses", "era", "sdkview",
+MODULES = ["versions", "errors", "cases", "jsonvalue", "headers", "requests", "results", "responses", "era", "sdkview", "sse",
            "proxy_evidence", "redaction", "evidence", "release", "transcript"]
 
 
