@@ -16,6 +16,7 @@ from typing import Any
 from .errors import EvidenceError
 from .headers import normalize_headers
 from .jsonvalue import same_json_value
+from .sse import is_event_stream, parse_sse
 
 __all__ = ["inspect_proxy", "proxy_findings", "PROXY_ISSUES"]
 
@@ -55,7 +56,23 @@ class _Raw(str):
     """A body that is not JSON (compared as text, never equal to a JSON value)."""
 
 
-def _same_body(a: Any, b: Any) -> bool:
+def _events(body: Any) -> list[tuple[str, Any]] | None:
+    """(event type, JSON data) of an event stream; ``None`` when it cannot be read as one."""
+    if not isinstance(body, (str, bytes, bytearray)):
+        return None
+    try:
+        return [(e["event"], _parsed(e["data"])) for e in parse_sse(body)]
+    except UnicodeDecodeError:
+        return None
+
+
+def _same_body(a: Any, b: Any, *, stream: bool = False) -> bool:
+    """Same JSON value (or same raw text/bytes); for an event stream, the same events in order
+    (comments such as keep-alives and line-ending style are not content)."""
+    if stream:
+        ea, eb = _events(a), _events(b)
+        if ea is not None and eb is not None:
+            return len(ea) == len(eb) and all(x[0] == y[0] and _same_body(x[1], y[1]) for x, y in zip(ea, eb))
     pa, pb = _parsed(a), _parsed(b)
     if isinstance(pa, (_Raw, bytes)) or isinstance(pb, (_Raw, bytes)):
         return type(pa) is type(pb) and pa == pb
@@ -124,7 +141,7 @@ def proxy_findings(ingress: Mapping[str, Any], origin: Mapping[str, Any], egress
         add("negative-proxy-collapsed-error", f"origin HTTP {origin_status} JSON-RPC error became HTTP {egress_status}")
     elif origin_status != egress_status:
         add("negative-proxy-changed-status", f"origin HTTP {origin_status}, egress HTTP {egress_status}")
-    if not _same_body(origin.get("body"), egress.get("body")):
+    if not _same_body(origin.get("body"), egress.get("body"), stream=is_event_stream(_media_type(origin))):
         add("negative-proxy-changed-body", "the egress body differs from the body the origin sent")
     if _media_type(origin) != _media_type(egress):
         add("negative-proxy-content-type", f"origin {_media_type(origin)!r}, egress {_media_type(egress)!r}")

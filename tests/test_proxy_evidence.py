@@ -69,3 +69,13 @@ def test_conflicting_content_types_are_visible():
 def test_list_header_whitespace_is_not_a_change():
     seen = {"headers": [("Accept", "application/json,text/event-stream"), ("Mcp-Method", "tools/list")], "body": REQ}
     assert inspect_proxy(INGRESS, {**ORIGIN, "request": seen}, dict(ORIGIN)) == []
+
+
+def test_event_streams_compare_by_events_not_bytes():
+    sse = [("Content-Type", "text/event-stream")]
+    body = 'event: message\r\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\r\n\r\n'
+    origin = {"status": 200, "headers": sse, "body": body}
+    relayed = {"status": 200, "headers": sse, "body": ": keep-alive\n\n" + body.replace("\r\n", "\n")}
+    assert inspect_proxy(INGRESS, origin, relayed) == []
+    rewritten = {"status": 200, "headers": sse, "body": body.replace('"result":{}', '"result":{"x":1}')}
+    assert inspect_proxy(INGRESS, origin, rewritten) == [PROXY_ISSUES["negative-proxy-changed-body"]]
