@@ -9,8 +9,8 @@ for a demo release controller; real deployments load their trusted signers from 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
 from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 

@@ -12,9 +12,9 @@ import hashlib
 import hmac
 import math
 import re
-from datetime import datetime, timezone
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from .cases import CASES

@@ -39,10 +39,10 @@ def sdk_view(raw: dict[str, Any], method: str = "tools/list", era: str = "modern
     Raises whatever the SDK raises (``pydantic.ValidationError``, ``KeyError`` for a method
     it does not know).
     """
+    import mcp_types as sdk_types
     from mcp.client.session import _clamp_inbound_ttl, _later_revision_fields
     from mcp.shared.inbound import find_invalid_x_mcp_header
     from mcp_types import methods
-    import mcp_types as sdk_types
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
     from pydantic import TypeAdapter
 

@@ -27,11 +27,9 @@ File format (one JSON object per file under ``mcplab/transcripts/``; see README)
 
 from __future__ import annotations
 
-
-
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any

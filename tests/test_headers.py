@@ -6,7 +6,13 @@ from hypothesis import strategies as st
 from mcp.shared.inbound import decode_header_value as sdk_decode
 from mcp.shared.inbound import encode_header_value as sdk_encode
 
-from mcplab import ProtocolViolation, decode_header_value, encode_header_value, normalize_headers, single_header
+from mcplab import (
+    ProtocolViolation,
+    decode_header_value,
+    encode_header_value,
+    normalize_headers,
+    single_header,
+)
 
 
 def test_spec_examples():

@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from mcplab import LEGACY_VERSION, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, ProtocolViolation, validate_request
+from mcplab import (
+    LEGACY_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    ProtocolViolation,
+    validate_request,
+)
 
 from .conftest import modern_headers, modern_request
 

@@ -6,7 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from mcplab import CASES, TranscriptError, load_transcript, load_transcripts, parse_transcript, run_transcript, run_transcripts
+from mcplab import (
+    CASES,
+    TranscriptError,
+    load_transcript,
+    load_transcripts,
+    parse_transcript,
+    run_transcript,
+    run_transcripts,
+)
 
 SUITE = load_transcripts()
 BY_KEY = {t.key: t for t in SUITE}
