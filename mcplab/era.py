@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import MODERN_ERROR_CODES
+from .jsonvalue import is_json_integer
 from .versions import LEGACY_VERSIONS, MODERN_VERSIONS
 
 __all__ = ["select_era", "OBSERVATION_KINDS", "MODES", "INCONCLUSIVE_KINDS"]
@@ -37,7 +38,7 @@ def _check_observation(observation: Any, index: int) -> dict[str, Any]:
         raise ValueError(f"observation {index} has unknown kind {kind!r}: expected one of {', '.join(OBSERVATION_KINDS)}")
     if kind == "jsonrpc_error":
         code = observation.get("code")
-        if isinstance(code, bool) or not isinstance(code, int):
+        if not is_json_integer(code):
             raise ValueError(f"observation {index} (jsonrpc_error) needs an integer 'code', got {code!r}")
     if kind == "discover_success" and "supportedVersions" in observation:
         versions = observation["supportedVersions"]

@@ -23,6 +23,7 @@ __all__ = [
     "encode_header_value",
     "decode_header_value",
     "is_raw_header_value_valid",
+    "media_type",
     "PROTOCOL_VERSION_HEADER",
     "METHOD_HEADER",
     "NAME_HEADER",
@@ -80,6 +81,16 @@ def single_header(headers: Mapping[str, list[str]], name: str) -> str | None:
                 case="negative-duplicate-header",
             )
     return first
+
+
+def media_type(headers: Mapping[str, list[str]]) -> str | None:
+    """The lower-case media type of normalised headers (parameters dropped), ``None`` if absent.
+
+    Conflicting ``Content-Type`` duplicates come back joined (``"application/json, text/html"``),
+    so they never equal a real media type.
+    """
+    types = sorted({value.split(";", 1)[0].strip().lower() for value in headers.get("content-type", ())})
+    return ", ".join(types) if types else None
 
 
 def encode_header_value(value: str) -> str:

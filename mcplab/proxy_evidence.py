@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import EvidenceError
-from .headers import normalize_headers
-from .jsonvalue import same_json_value
+from .headers import media_type, normalize_headers
+from .jsonvalue import is_http_status, same_json_value
 from .sse import is_event_stream, parse_sse
 
 __all__ = ["inspect_proxy", "proxy_findings", "PROXY_ISSUES"]
@@ -28,9 +28,6 @@ PROXY_ISSUES: dict[str, str] = {
     "negative-proxy-content-type": "proxy changed the response content type",
     "negative-proxy-request-changed": "proxy changed the client request on its way to the origin",
 }
-
-_NOTHING = object()
-
 
 def _parsed(body: Any) -> Any:
     """The JSON value of a body, the raw text when it is not JSON, ``None`` when empty.
@@ -84,31 +81,24 @@ def _is_jsonrpc_error(body: Any) -> bool:
     return isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)
 
 
-def _media_type(hop: Mapping[str, Any]) -> str | None:
-    """The media type(s) of a hop; conflicting duplicates stay visible as a joined string."""
-    values = normalize_headers(hop.get("headers")).get("content-type") or []
-    types = sorted({v.split(";", 1)[0].strip().lower() for v in values})
-    return ", ".join(types) if types else None
-
-
-def _header(hop: Mapping[str, Any], name: str) -> tuple[str, ...]:
+def _header(headers: Mapping[str, list[str]], name: str) -> tuple[str, ...]:
     """Every value of a header, with optional whitespace around list commas normalised."""
-    values = normalize_headers(hop.get("headers")).get(name) or []
-    return tuple(",".join(part.strip() for part in v.split(",")) for v in values)
+    return tuple(",".join(part.strip() for part in v.split(",")) for v in headers.get(name, ()))
 
 
-def _check_hop(hop: Any, name: str, *, response: bool) -> None:
-    """Empty or malformed captures are not evidence of a faithful proxy: refuse them."""
+def _check_hop(hop: Any, name: str, *, response: bool) -> dict[str, list[str]]:
+    """Refuse empty or malformed captures (they prove nothing about a proxy); return the hop's
+    normalised headers."""
     if not isinstance(hop, Mapping):
         raise EvidenceError(f"{name} capture must be an object, got {type(hop).__name__}")
     if response:
         status = hop.get("status")
-        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        if not is_http_status(status):
             raise EvidenceError(f"{name}.status must be an HTTP status code, got {status!r}")
     if "body" not in hop:
         raise EvidenceError(f"{name} capture needs the body (None for an empty one)")
     try:
-        normalize_headers(hop.get("headers"))
+        return normalize_headers(hop.get("headers"))
     except TypeError as exc:
         raise EvidenceError(f"{name}.headers: {exc}") from None
 
@@ -119,39 +109,31 @@ def proxy_findings(ingress: Mapping[str, Any], origin: Mapping[str, Any], egress
     Raises ``EvidenceError`` for a missing or malformed capture (no status, bad headers): an
     empty capture proves nothing about a proxy.
     """
-    _check_hop(ingress, "ingress", response=False)
-    _check_hop(origin, "origin", response=True)
-    _check_hop(egress, "egress", response=True)
-    if origin.get("request") is not None:
-        _check_hop(origin["request"], "origin.request", response=False)
+    ingress_headers = _check_hop(ingress, "ingress", response=False)
+    origin_type = media_type(_check_hop(origin, "origin", response=True))
+    egress_type = media_type(_check_hop(egress, "egress", response=True))
+    seen = origin.get("request")
+    seen_headers = _check_hop(seen, "origin.request", response=False) if seen is not None else None
     findings: list[dict[str, str]] = []
 
     def add(case: str, detail: str) -> None:
         findings.append({"case": case, "message": PROXY_ISSUES[case], "detail": detail})
 
     origin_status, egress_status = origin.get("status"), egress.get("status")
-    collapsed = (
-        isinstance(origin_status, int)
-        and 400 <= origin_status < 500
-        and _is_jsonrpc_error(origin.get("body"))
-        and isinstance(egress_status, int)
-        and egress_status >= 500
-    )
-    if collapsed:
+    if 400 <= origin_status < 500 and egress_status >= 500 and _is_jsonrpc_error(origin.get("body")):
         add("negative-proxy-collapsed-error", f"origin HTTP {origin_status} JSON-RPC error became HTTP {egress_status}")
     elif origin_status != egress_status:
         add("negative-proxy-changed-status", f"origin HTTP {origin_status}, egress HTTP {egress_status}")
-    if not _same_body(origin.get("body"), egress.get("body"), stream=is_event_stream(_media_type(origin))):
+    if not _same_body(origin.get("body"), egress.get("body"), stream=is_event_stream(origin_type)):
         add("negative-proxy-changed-body", "the egress body differs from the body the origin sent")
-    if _media_type(origin) != _media_type(egress):
-        add("negative-proxy-content-type", f"origin {_media_type(origin)!r}, egress {_media_type(egress)!r}")
-    seen = origin.get("request")
-    if isinstance(seen, Mapping):
+    if origin_type != egress_type:
+        add("negative-proxy-content-type", f"origin {origin_type!r}, egress {egress_type!r}")
+    if seen_headers is not None:
         changed = []
         if not _same_body(ingress.get("body"), seen.get("body")):
             changed.append("body")
         for name in ("accept", "content-type", "mcp-protocol-version", "mcp-method", "mcp-name"):
-            if _header(ingress, name) != _header(seen, name):
+            if _header(ingress_headers, name) != _header(seen_headers, name):
                 changed.append(name)
         if changed:
             add("negative-proxy-request-changed", "changed on the way in: " + ", ".join(changed))

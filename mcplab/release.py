@@ -20,6 +20,7 @@ from typing import Any
 from .cases import CASES
 from .errors import EvidenceError
 from .evidence import canonical_json
+from .jsonvalue import is_json_integer, is_json_number
 from .proxy_evidence import proxy_findings
 from .redaction import redaction_paths
 from .sdkview import compare_sdk_view
@@ -80,9 +81,7 @@ class HealthPolicy:
 
 
 def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return is_json_number(value) and math.isfinite(value)
 
 
 def _number(sample: Mapping[str, Any], index: int, key: str) -> float:
@@ -285,10 +284,6 @@ def sign_rollback_evidence(evidence: Mapping[str, Any], signer: str, key: bytes)
     return signed
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_sha256(value: Any) -> bool:
     return isinstance(value, str) and _SHA256_HEX.match(value) is not None
 
@@ -308,11 +303,11 @@ def _acceptance_problems(value: Any) -> list[str]:
         return [f"acceptanceEvidence: must be an object, got {type(value).__name__}"]
     problems: list[str] = []
     passed, total = value.get("transcriptsPassed"), value.get("transcriptsTotal")
-    if not _is_int(passed):
+    if not is_json_integer(passed):
         problems.append(f"acceptanceEvidence.transcriptsPassed: must be an integer, got {passed!r}")
-    if not _is_int(total) or total <= 0:
+    if not is_json_integer(total) or total <= 0:
         problems.append(f"acceptanceEvidence.transcriptsTotal: must be a positive integer, got {total!r}")
-    if _is_int(passed) and _is_int(total) and total > 0 and passed != total:
+    if is_json_integer(passed) and is_json_integer(total) and total > 0 and passed != total:
         problems.append(f"acceptanceEvidence: only {passed} of {total} transcripts passed")
     if not _is_sha256(value.get("digest")):
         problems.append("acceptanceEvidence.digest: must be 64 lowercase hex characters (SHA-256)")

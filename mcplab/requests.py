@@ -32,7 +32,7 @@ from .headers import (
     normalize_headers,
     single_header,
 )
-from .jsonvalue import same_json_value
+from .jsonvalue import is_json_integer, same_json_value
 from .versions import (
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -118,7 +118,7 @@ def _envelope(message: Any) -> tuple[str, dict[str, Any]]:
         )
     if "id" in message:
         request_id = message["id"]
-        if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        if not (isinstance(request_id, str) or is_json_integer(request_id)):
             raise ProtocolViolation(
                 f"request id must be a string or an integer, got {request_id!r}",
                 code=INVALID_REQUEST,

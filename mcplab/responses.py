@@ -20,8 +20,8 @@ from .errors import (
     ProtocolViolation,
     http_status_for_code,
 )
-from .headers import HeaderInput, normalize_headers
-from .jsonvalue import same_json_value
+from .headers import HeaderInput, media_type, normalize_headers
+from .jsonvalue import is_json_integer, same_json_value
 from .requests import parse_message
 from .sse import is_event_stream, parse_sse
 from .versions import check_era
@@ -62,15 +62,7 @@ def _check_error_data(error: dict[str, Any]) -> None:
             raise _fail("negative-error-data", "-32021 needs data {requiredCapabilities: {...}} naming what is missing")
 
 
-def _media_type(headers: HeaderInput) -> str | None:
-    """The one media type of a response; conflicting duplicates come back joined (never a match)."""
-    values = normalize_headers(headers).get("content-type") or []
-    media_types = {v.split(";", 1)[0].strip().lower() for v in values}
-    return media_types.pop() if len(media_types) == 1 else (", ".join(sorted(media_types)) or None)
-
-
-def _check_content_type(headers: HeaderInput) -> None:
-    media = _media_type(headers)
+def _check_content_type(media: str | None) -> None:
     if media != "application/json":
         raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {media!r}")
 
@@ -112,13 +104,14 @@ def validate_response(
         return None
     if _is_empty(body):
         raise _fail("negative-response-unparsable", "a request needs a JSON-RPC response, the body is empty")
-    if headers is not None and is_event_stream(_media_type(headers)):
+    media = media_type(normalize_headers(headers)) if headers is not None else None
+    if is_event_stream(media):
         return _validate_stream(body, request, status, era)
     response = parse_message(body, case="negative-response-unparsable", code=INVALID_REQUEST)
     if not isinstance(response, dict):
         raise _fail("negative-response-unparsable", f"a response must be one JSON object, got {type(response).__name__}")
     if headers is not None:
-        _check_content_type(headers)
+        _check_content_type(media)
     _check_envelope(response, request, status, era, id_case="negative-id-mismatch")
     return response
 
@@ -145,7 +138,7 @@ def _check_envelope(response: dict[str, Any], request: Any, status: int | None, 
         if not isinstance(error, dict):
             raise _fail("negative-error-shape", "error must be an object")
         code = error.get("code")
-        if isinstance(code, bool) or not isinstance(code, int):
+        if not is_json_integer(code):
             raise _fail("negative-error-shape", f"error.code must be an integer, got {code!r}")
         if not isinstance(error.get("message"), str):
             raise _fail("negative-error-shape", f"error.message must be a string, got {error.get('message')!r}")

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from .errors import INVALID_PARAMS, ProtocolViolation
+from .jsonvalue import is_json_integer, is_json_number
 from .versions import TASKS_EXTENSION, check_era
 
 __all__ = [
@@ -41,14 +42,6 @@ def _fail(case: str, message: str) -> ProtocolViolation:
     return ProtocolViolation(message, code=INVALID_PARAMS, case=case)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def tasks_advertised(capabilities: Mapping[str, Any] | None) -> bool:
     """True when 2026-07-28 server capabilities advertise the tasks extension.
 
@@ -64,7 +57,7 @@ def tasks_advertised(capabilities: Mapping[str, Any] | None) -> bool:
 
 
 def _check_cache_fields(result: dict[str, Any]) -> None:
-    if "ttlMs" in result and not _is_int(result["ttlMs"]):
+    if "ttlMs" in result and not is_json_integer(result["ttlMs"]):
         raise _fail("negative-cache-fields", f"ttlMs must be an integer, got {result['ttlMs']!r}")
     if "cacheScope" in result and result["cacheScope"] not in ("public", "private"):
         raise _fail("negative-cache-fields", f'cacheScope must be "public" or "private", got {result["cacheScope"]!r}')
@@ -121,7 +114,7 @@ def _completion(result: dict[str, Any]) -> None:
         )
     if "total" in completion:
         total = completion["total"]
-        if not _is_int(total) or total < 0:
+        if not is_json_integer(total) or total < 0:
             raise _fail("negative-completion-payload", f"completion.total must be a non-negative integer, got {total!r}")
         if total < len(values):
             raise _fail(
@@ -197,9 +190,9 @@ def _task(result: dict[str, Any], method: str) -> None:
     for key in ("createdAt", "lastUpdatedAt"):
         if not _iso8601(result.get(key)):
             raise _fail("negative-task-payload", f"task {key} must be an ISO 8601 timestamp, got {result.get(key)!r}")
-    if "ttlMs" not in result or not (result["ttlMs"] is None or (_is_number(result["ttlMs"]) and result["ttlMs"] >= 0)):
+    if "ttlMs" not in result or not (result["ttlMs"] is None or (is_json_number(result["ttlMs"]) and result["ttlMs"] >= 0)):
         raise _fail("negative-task-payload", "task result needs ttlMs: a non-negative number or null")
-    if "pollIntervalMs" in result and not (_is_number(result["pollIntervalMs"]) and result["pollIntervalMs"] > 0):
+    if "pollIntervalMs" in result and not (is_json_number(result["pollIntervalMs"]) and result["pollIntervalMs"] > 0):
         raise _fail("negative-task-payload", "pollIntervalMs must be a positive number")
     if "statusMessage" in result and not isinstance(result["statusMessage"], str):
         raise _fail("negative-task-payload", "statusMessage must be a string")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from .errors import (
     TranscriptError,
     http_status_for_code,
 )
+from .jsonvalue import is_http_status, is_json_integer
 from .proxy_evidence import proxy_findings
 from .requests import reject_unsolicited_retry, validate_request, validate_retry
 from .responses import validate_response
@@ -142,11 +144,10 @@ def transcripts_dir() -> Path:
 def _pairs(value: Any, where: str, source: str) -> list[tuple[str, str]]:
     if value is None:
         return []
-    items: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
     if not isinstance(value, (Mapping, list)):
         raise TranscriptError(source, f"{where} must be an object or a list of [name, value] pairs")
     pairs = []
-    for item in items:
+    for item in value.items() if isinstance(value, Mapping) else value:
         if not (isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(x, str) for x in item)):
             raise TranscriptError(source, f"{where} entries must be [name, value] string pairs, got {item!r}")
         pairs.append((item[0], item[1]))
@@ -159,7 +160,7 @@ def _exchange(data: Mapping[str, Any], where: str, source: str) -> Exchange:
     if "requestText" in data and not isinstance(data["requestText"], str):
         raise TranscriptError(source, f"{where}.requestText must be a string")
     status = data.get("responseStatus")
-    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+    if not is_http_status(status):
         raise TranscriptError(source, f"{where}.responseStatus must be an HTTP status code (100-599), got {status!r}")
     if ("responseBody" in data) == ("responseText" in data):
         raise TranscriptError(source, f"{where} needs exactly one of responseBody or responseText")
@@ -191,7 +192,7 @@ def _origin(value: Any, source: str) -> dict[str, Any] | None:
     if unknown:
         raise TranscriptError(source, f"origin has unknown field {unknown[0]!r}")
     status = value.get("status")
-    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+    if not is_http_status(status):
         raise TranscriptError(source, f"origin.status must be an HTTP status code (100-599), got {status!r}")
     if "body" not in value:
         raise TranscriptError(source, "origin needs body (null for an empty body)")
@@ -248,7 +249,7 @@ def parse_transcript(data: Any, source: str = "<transcript>") -> Transcript:
         if expect.get("boundary") not in BOUNDARIES:
             raise TranscriptError(source, f"expect.boundary must be one of {', '.join(BOUNDARIES)}, got {expect.get('boundary')!r}")
         code = expect.get("code")
-        if isinstance(code, bool) or not isinstance(code, int):
+        if not is_json_integer(code):
             raise TranscriptError(source, f"expect.code must be an integer JSON-RPC code, got {code!r}")
     elif expect is not None:
         raise TranscriptError(source, "a golden transcript must not have expect")
@@ -337,6 +338,10 @@ def _observed(v: ProtocolViolation) -> dict[str, Any]:
     return {"case": v.case, "code": v.code, "message": v.message}
 
 
+def _asks_for_input(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("resultType") == "input_required"
+
+
 def _steps(t: Transcript) -> Iterator[_Step]:
     """Judge the exchanges in order, as a client would; stops after a rejected request.
 
@@ -349,7 +354,7 @@ def _steps(t: Transcript) -> Iterator[_Step]:
     for index, ex in enumerate(t.exchanges):
         try:
             request = validate_request(ex.request, ex.request_headers, t.era, required_capabilities=t.required_capabilities)
-            if previous is not None and isinstance(previous.result, dict) and previous.result.get("resultType") == "input_required":
+            if previous is not None and _asks_for_input(previous.result):
                 validate_retry(previous.request, previous.result, request, earlier_ids=round_trip_ids)
             else:
                 reject_unsolicited_retry(request)
@@ -385,7 +390,7 @@ def _run_golden(t: Transcript) -> str:
         if step.response is not None and "error" in step.response:
             raise _Verdict(f"exchange {step.index}: a golden exchange was answered with error {step.response['error']!r}")
         last = step
-    if last is not None and isinstance(last.result, dict) and last.result.get("resultType") == "input_required":
+    if last is not None and _asks_for_input(last.result):
         raise _Verdict("the transcript ends on input_required: the retry that completes it is missing")
     return f"accepted {len(t.exchanges)} exchange(s)"
 
@@ -396,17 +401,17 @@ def _check_origin_answer(t: Transcript, step: _Step, local: ProtocolViolation) -
     wanted_status = http_status_for_code(code) if t.era == "modern" else None
     if wanted_status is not None and ex.response_status != wanted_status:
         raise _Verdict(f"the origin answered HTTP {ex.response_status}, expected HTTP {wanted_status} for {code}")
-    request = ex.request if isinstance(ex.request, dict) and "id" in ex.request else None
+    # An unreadable request (or one without an id) is answered with id null.
+    request = ex.request if isinstance(ex.request, dict) and "id" in ex.request else {"id": None}
+    judge = partial(validate_response, ex.response_body, status=ex.response_status, headers=ex.response_headers, era=t.era)
     try:
-        response = validate_response(ex.response_body, request, status=ex.response_status, headers=ex.response_headers, era=t.era)
+        response = judge(request)
     except ProtocolViolation as v:
         if not (v.case == "negative-id-mismatch" and code in (PARSE_ERROR, INVALID_REQUEST)):
             raise _Verdict(f"the origin's error response is itself invalid {_describe(v)}") from None
         # JSON-RPC lets a server answer an invalid request with id null even when the id was readable.
-        response = validate_response(ex.response_body, {"id": None}, status=ex.response_status, headers=ex.response_headers, era=t.era)
-    if request is None and response is not None and response.get("id") is not None:
-        raise _Verdict("an error for an unreadable request must carry id null")
-    error = (response or {}).get("error")
+        response = judge({"id": None})
+    error = response.get("error")
     if not isinstance(error, dict) or error.get("code") != code:
         raise _Verdict(f"the origin did not answer with a JSON-RPC error {code}: got {response!r}")
     data, expected = error.get("data"), local.data
