@@ -28,6 +28,7 @@ from .headers import (
     PROTOCOL_VERSION_HEADER,
     HeaderInput,
     decode_header_value,
+    encode_header_value,
     is_raw_header_value_valid,
     normalize_headers,
     single_header,
@@ -41,9 +42,11 @@ from .versions import (
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
     check_era,
+    version_for_era,
 )
 
 __all__ = [
+    "build_request",
     "validate_request",
     "validate_retry",
     "reject_unsolicited_retry",
@@ -80,6 +83,47 @@ _META_TYPES: tuple[tuple[str, type, str], ...] = (
 def routed_name_field(method: str) -> str | None:
     """The ``params`` field that ``Mcp-Name`` mirrors for ``method``, or ``None``."""
     return ROUTED_NAME_FIELDS.get(method)
+
+
+def build_request(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    era: str = "modern",
+    id: Any = 1,
+    capabilities: Mapping[str, Any] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """A well-formed client request and its HTTP headers, as :func:`validate_request` expects them.
+
+    Modern (2026-07-28): ``_meta`` carries the protocol version, ``capabilities`` and
+    ``client_info``; headers carry ``MCP-Protocol-Version``, ``Mcp-Method`` and, for routed
+    methods, ``Mcp-Name`` (sentinel-encoded when needed). Legacy (2025-11-25): the plain request
+    with ``MCP-Protocol-Version`` (omitted for ``initialize``). ``id=None`` builds a notification.
+    """
+    era = check_era(era)
+    version = version_for_era(era)
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id is not None:
+        body["id"] = id
+    body_params = dict(params or {})
+    headers = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")]
+    if era == "modern":
+        meta = dict(body_params.get("_meta") or {})
+        meta[META_PROTOCOL_VERSION] = version
+        meta[META_CLIENT_CAPABILITIES] = dict(capabilities or {})
+        if client_info is not None:
+            meta[META_CLIENT_INFO] = dict(client_info)
+        body_params["_meta"] = meta
+        headers += [("MCP-Protocol-Version", version), ("Mcp-Method", method)]
+        field = routed_name_field(method)
+        if field is not None and isinstance(body_params.get(field), str):
+            headers.append(("Mcp-Name", encode_header_value(body_params[field])))
+    elif method != "initialize":
+        headers.append(("MCP-Protocol-Version", version))
+    if body_params or era == "modern":
+        body["params"] = body_params
+    return body, headers
 
 
 def parse_message(body: Any, *, case: str = "negative-malformed-envelope", code: int = PARSE_ERROR) -> Any:

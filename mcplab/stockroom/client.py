@@ -1,0 +1,158 @@
+"""A client for a running stockroom server: the same calls as the in-process ``Stockroom``, over HTTP.
+
+Design: plain JSON-RPC over ``httpx`` built with :func:`mcplab.requests.build_request`, so every
+byte is visible to a student (``client.history`` keeps the last exchanges, redacted). Each call
+is one stateless POST; the 2025-11-25 era performs ``initialize`` once first. Answers are judged
+by the core's :func:`~mcplab.responses.validate_response` before they become a ``ToolOutcome``,
+so a server that breaks the protocol is reported as a violation, not misread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import deque
+from typing import Any
+
+import httpx
+
+from .. import __version__
+from ..errors import MCPLabError, ProtocolViolation
+from ..redaction import redact
+from ..requests import build_request
+from ..responses import validate_response
+from ..sse import parse_sse
+from ..versions import LEGACY_VERSION, check_era
+from .outcome import StockroomAPI, ToolOutcome
+
+__all__ = ["StockroomClient", "StockroomConnectionError"]
+
+_CLIENT_INFO = {"name": "mcplab-stockroom-client", "version": __version__}
+_HISTORY = 50
+
+
+class StockroomConnectionError(MCPLabError):
+    """The server could not be reached or answered something that is not MCP; the message says which."""
+
+
+class StockroomClient(StockroomAPI):
+    """``StockroomClient("http://127.0.0.1:8765/mcp")``: talk to a stockroom server in either era.
+
+    ``client_capabilities`` defaults to a client that can answer elicitation forms (the approval
+    gate needs it); pass ``{}`` to see the server refuse ``commit_reorder`` with -32021.
+    """
+
+    def __init__(self, url: str, *, era: str = "modern", client_capabilities: dict[str, Any] | None = None,
+                 timeout: float = 30.0) -> None:
+        self.url = url
+        self.era = check_era(era)
+        self.client_capabilities = {"elicitation": {"form": {}}} if client_capabilities is None else client_capabilities
+        self.history: deque[dict[str, Any]] = deque(maxlen=_HISTORY)
+        self._ids = itertools.count(1)
+        self._http = httpx.Client(timeout=timeout)
+        self._initialized = False
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> StockroomClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        return self.url.rsplit("/mcp", 1)[0]
+
+    # wire --------------------------------------------------------------------------------
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one request and return the validated JSON-RPC response (``result`` or ``error``)."""
+        if self.era == "legacy" and not self._initialized and method != "initialize":
+            self._initialize()
+        body, headers = build_request(method, params, era=self.era, id=next(self._ids),
+                                      capabilities=self.client_capabilities, client_info=_CLIENT_INFO)
+        try:
+            reply = self._http.post(self.url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise StockroomConnectionError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
+        response = self._response_of(reply)
+        self.history.append(redact({"request": body, "status": reply.status_code, "response": response}))
+        try:
+            validate_response(response, body, status=reply.status_code, headers=list(reply.headers.items()), era=self.era)
+        except ProtocolViolation as violation:
+            raise StockroomConnectionError(f"{self.url} broke the protocol ({violation.case}): {violation}") from None
+        return response
+
+    def _response_of(self, reply: httpx.Response) -> dict[str, Any]:
+        media = (reply.headers.get("content-type") or "").split(";")[0].strip().lower()
+        try:
+            if media == "text/event-stream":
+                events = [json.loads(event["data"]) for event in parse_sse(reply.content)]
+                final = [event for event in events if isinstance(event, dict) and "id" in event]
+                if final:
+                    return final[-1]
+            return reply.json()
+        except (ValueError, UnicodeDecodeError):
+            raise StockroomConnectionError(
+                f"{self.url} answered HTTP {reply.status_code} with a body that is not JSON-RPC "
+                f"({media or 'no content type'}): is this an MCP endpoint?") from None
+
+    def _initialize(self) -> None:
+        self._initialized = True
+        response = self.request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": self.client_capabilities,
+                                               "clientInfo": _CLIENT_INFO})
+        if "error" in response:
+            raise StockroomConnectionError(f"{self.url}: initialize failed: {response['error'].get('message')}")
+        body, headers = build_request("notifications/initialized", era="legacy", id=None)
+        self._http.post(self.url, json=body, headers=headers)
+
+    # MCP --------------------------------------------------------------------------------
+    def list_tools(self) -> list[dict[str, Any]]:
+        response = self.request("tools/list")
+        if "error" in response:
+            raise StockroomConnectionError(f"tools/list failed: {response['error'].get('message')}")
+        return response["result"]["tools"]
+
+    def call_tool(self, name: str, arguments: Any = None, *, input_responses: dict[str, Any] | None = None,
+                  request_state: str | None = None) -> ToolOutcome:
+        params: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
+        if input_responses is not None:
+            params["inputResponses"] = input_responses
+        if request_state is not None:
+            params["requestState"] = request_state
+        response = self.request("tools/call", params)
+        outcome = ToolOutcome(tool=name, arguments=params["arguments"], kind="complete", era=self.era, raw=response)
+        if "error" in response:
+            outcome.kind, outcome.error = "error", response["error"]
+            return outcome
+        result = response["result"]
+        if result.get("resultType") == "input_required":
+            outcome.kind = "input_required"
+            outcome.input_requests = result.get("inputRequests")
+            outcome.request_state = result.get("requestState")
+            return outcome
+        outcome.structured = result.get("structuredContent")
+        outcome.is_error = bool(result.get("isError"))
+        return outcome
+
+    # admin routes (course conveniences, not MCP) ----------------------------------------------
+    def _admin(self, method: str, path: str) -> Any:
+        try:
+            reply = self._http.request(method, self.base_url + path)
+        except httpx.HTTPError as exc:
+            raise StockroomConnectionError(f"{self.base_url}{path}: {exc}") from None
+        if reply.status_code == 404:
+            raise StockroomConnectionError(f"{self.base_url}{path}: this server has no admin routes (started with admin off)")
+        reply.raise_for_status()
+        return reply.json()
+
+    def reset(self) -> dict[str, Any]:
+        return self._admin("POST", "/stockroom/reset")
+
+    def trace(self) -> list[dict[str, Any]]:
+        return self._admin("GET", "/stockroom/trace")["records"]
+
+    def verify(self) -> list[str]:
+        return self._admin("GET", "/stockroom/trace")["problems"]
+

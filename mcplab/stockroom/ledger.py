@@ -1,0 +1,335 @@
+"""The stockroom's durable state in SQLite: items, ledger version, drafts, used approvals, and the trace.
+
+Design: one database holds the ledger and its append-only trace, and every tool call runs as one
+``BEGIN IMMEDIATE`` transaction that decides, changes the ledger (if at all) and appends exactly
+one trace record, so a crash can never leave a change without its record or the reverse. The
+trace is hash-chained (``hash = sha256(prev_hash + canonical record)``) and SQLite triggers refuse
+UPDATE and DELETE on it. A reset restores the seed items under a new random *epoch*, which every
+approval token is bound to, so a token from before a reset never applies after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import MCPLabError
+from ..evidence import canonical_json
+from ..redaction import redact
+from .catalog import SEED_ITEMS, SEED_LEDGER_VERSION
+
+__all__ = ["Ledger", "LedgerError", "TraceRecord", "GENESIS_HASH", "MEMORY", "default_db_path"]
+
+MEMORY = ":memory:"
+#: ``prev_hash`` of the first trace record.
+GENESIS_HASH = "0" * 64
+_SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    position INTEGER NOT NULL, sku TEXT PRIMARY KEY, name TEXT NOT NULL,
+    on_hand INTEGER NOT NULL, on_order INTEGER NOT NULL, reorder_point INTEGER NOT NULL, par INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS drafts (
+    draft_id TEXT PRIMARY KEY, epoch TEXT NOT NULL, ledger_version INTEGER NOT NULL,
+    lines TEXT NOT NULL, status TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS used_approvals (nonce TEXT PRIMARY KEY, trace_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS trace (
+    seq INTEGER PRIMARY KEY, at TEXT NOT NULL, era TEXT NOT NULL, tool TEXT NOT NULL,
+    decision TEXT NOT NULL, arguments TEXT NOT NULL, detail TEXT NOT NULL,
+    ledger_version INTEGER NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS trace_no_update BEFORE UPDATE ON trace
+    BEGIN SELECT RAISE(ABORT, 'the trace is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS trace_no_delete BEFORE DELETE ON trace
+    BEGIN SELECT RAISE(ABORT, 'the trace is append-only'); END;
+"""
+
+
+class LedgerError(MCPLabError):
+    """The database cannot be used (unreadable file, foreign schema); the message names the path."""
+
+
+def default_db_path() -> Path:
+    """The default database file: ``stockroom.sqlite3`` in the user's data directory (``$MCPLAB_DATA_DIR`` wins)."""
+    override = os.environ.get("MCPLAB_DATA_DIR")
+    if override:
+        return Path(override) / "stockroom.sqlite3"
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("mcplab", appauthor=False)) / "stockroom.sqlite3"
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One line of the trace: who called what, what was decided, and the chain hashes."""
+
+    seq: int
+    at: str
+    era: str
+    tool: str
+    decision: str
+    arguments: Any
+    detail: Any
+    ledger_version: int
+    prev_hash: str
+    hash: str
+
+    def body(self) -> dict[str, Any]:
+        """The hashed fields (everything but ``prev_hash`` and ``hash``)."""
+        return {"seq": self.seq, "at": self.at, "era": self.era, "tool": self.tool, "decision": self.decision,
+                "arguments": self.arguments, "detail": self.detail, "ledger_version": self.ledger_version}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.body(), "prev_hash": self.prev_hash, "hash": self.hash}
+
+
+def _chain_hash(prev_hash: str, body: dict[str, Any]) -> str:
+    return hashlib.sha256(prev_hash.encode("ascii") + canonical_json(body)).hexdigest()
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class Ledger:
+    """SQLite-backed ledger and trace. ``path`` is a file path or ``":memory:"`` (tests).
+
+    All access goes through :meth:`transaction`, which serialises callers in this process with a
+    lock and across processes with ``BEGIN IMMEDIATE`` (a busy timeout waits for the other writer).
+    A new database is seeded and its HMAC secret generated on first open.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = MEMORY, *, clock: Callable[[], str] = _utc_now) -> None:
+        self.path = str(path)
+        self._clock = clock
+        self._lock = threading.RLock()
+        if self.path != MEMORY:
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+            if self.path != MEMORY:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            with self.transaction() as tx:
+                tx.executescript_schema()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: not a usable stockroom database ({exc})") from None
+
+    # -- connection management -------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Tx]:
+        """One atomic unit of work; rolled back whole on any exception."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Tx(self._conn, self._clock)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- read-only conveniences ------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """``{ledger_version, items}`` as one consistent read."""
+        with self.transaction() as tx:
+            return {"ledger_version": tx.ledger_version(), "items": tx.items()}
+
+    def trace(self) -> list[TraceRecord]:
+        with self.transaction() as tx:
+            return tx.trace()
+
+    def verify(self) -> list[str]:
+        """Problems with the trace chain and the ledger's agreement with it; empty when all is well.
+
+        Checks every record's ``prev_hash`` link and recomputed hash, then replays the trace from
+        the last reset: the ledger version must be the seed version plus the approved commits, and
+        every item's ``on_order`` the seed plus the approved lines.
+        """
+        with self.transaction() as tx:
+            return tx.verify()
+
+
+class _Tx:
+    """The operations available inside one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, clock: Callable[[], str]) -> None:
+        self._conn = conn
+        self._clock = clock
+
+    def executescript_schema(self) -> None:
+        for statement in _SCHEMA.split(";\n"):
+            if statement.strip():
+                self._conn.execute(statement)
+        existing = self._meta("schema")
+        if existing is None:
+            self._set_meta("schema", _SCHEMA_VERSION)
+            self._set_meta("secret", secrets.token_hex(32))
+            self._restore_seed()
+        elif existing != _SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"schema version {existing!r}, expected {_SCHEMA_VERSION!r}")
+
+    # meta
+    def _meta(self, key: str) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           (key, value))
+
+    def secret(self) -> bytes:
+        return bytes.fromhex(self._meta("secret") or "")
+
+    def epoch(self) -> str:
+        return self._meta("epoch") or ""
+
+    def ledger_version(self) -> int:
+        return int(self._meta("ledger_version") or SEED_LEDGER_VERSION)
+
+    def now(self) -> str:
+        return self._clock()
+
+    # items
+    def items(self) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT sku, name, on_hand, on_order, reorder_point, par FROM items ORDER BY position").fetchall()
+        keys = ("sku", "name", "on_hand", "on_order", "reorder_point", "par")
+        return [dict(zip(keys, row)) for row in rows]
+
+    def add_on_order(self, lines: list[dict[str, Any]]) -> int:
+        """Apply commit lines and bump the ledger version; return the new version."""
+        for line in lines:
+            self._conn.execute("UPDATE items SET on_order = on_order + ? WHERE sku = ?", (line["add_on_order"], line["sku"]))
+        version = self.ledger_version() + 1
+        self._set_meta("ledger_version", str(version))
+        return version
+
+    def _restore_seed(self) -> None:
+        self._conn.execute("DELETE FROM items")
+        self._conn.execute("DELETE FROM drafts")
+        self._conn.executemany(
+            "INSERT INTO items(position, sku, name, on_hand, on_order, reorder_point, par) VALUES(?,?,?,?,?,?,?)",
+            [(i, it["sku"], it["name"], it["on_hand"], it["on_order"], it["reorder_point"], it["par"])
+             for i, it in enumerate(SEED_ITEMS)])
+        self._set_meta("ledger_version", str(SEED_LEDGER_VERSION))
+        self._set_meta("next_draft", "1")
+        self._set_meta("epoch", secrets.token_hex(8))
+
+    def reset(self) -> None:
+        """Restore the seed items, version and draft numbering under a new epoch (the trace stays)."""
+        self._restore_seed()
+
+    # drafts
+    def find_draft(self, draft_id: str) -> dict[str, Any] | None:
+        row = self._conn.execute("SELECT draft_id, epoch, ledger_version, lines, status FROM drafts WHERE draft_id = ?",
+                                 (draft_id,)).fetchone()
+        if row is None or row[1] != self.epoch():
+            return None
+        return {"draft_id": row[0], "ledger_version": row[2], "lines": json.loads(row[3]), "status": row[4]}
+
+    def open_draft_like(self, ledger_version: int, lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+        text = canonical_json(lines).decode()
+        row = self._conn.execute(
+            "SELECT draft_id FROM drafts WHERE epoch = ? AND ledger_version = ? AND lines = ? AND status = 'open' "
+            "ORDER BY draft_id LIMIT 1", (self.epoch(), ledger_version, text)).fetchone()
+        return None if row is None else self.find_draft(row[0])
+
+    def create_draft(self, ledger_version: int, lines: list[dict[str, Any]]) -> dict[str, Any]:
+        number = int(self._meta("next_draft") or "1")
+        draft_id = f"DR-{number:04d}"
+        self._conn.execute("INSERT INTO drafts(draft_id, epoch, ledger_version, lines, status) VALUES(?,?,?,?, 'open')",
+                           (draft_id, self.epoch(), ledger_version, canonical_json(lines).decode()))
+        self._set_meta("next_draft", str(number + 1))
+        return {"draft_id": draft_id, "ledger_version": ledger_version, "lines": lines, "status": "open"}
+
+    def mark_draft(self, draft_id: str, status: str) -> None:
+        self._conn.execute("UPDATE drafts SET status = ? WHERE draft_id = ?", (status, draft_id))
+
+    # approvals
+    def approval_used(self, nonce: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM used_approvals WHERE nonce = ?", (nonce,)).fetchone() is not None
+
+    def use_approval(self, nonce: str, trace_seq: int) -> None:
+        self._conn.execute("INSERT INTO used_approvals(nonce, trace_seq) VALUES(?, ?)", (nonce, trace_seq))
+
+    # trace
+    def append(self, *, era: str, tool: str, decision: str, arguments: Any, detail: Any) -> TraceRecord:
+        """Append one record (arguments and detail redacted first) chained to the last one."""
+        last = self._conn.execute("SELECT seq, hash FROM trace ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev_hash = (1, GENESIS_HASH) if last is None else (last[0] + 1, last[1])
+        record = TraceRecord(seq=seq, at=self.now(), era=era, tool=tool, decision=decision,
+                             arguments=redact(arguments), detail=redact(detail),
+                             ledger_version=self.ledger_version(), prev_hash=prev_hash, hash="")
+        digest = _chain_hash(prev_hash, record.body())
+        self._conn.execute(
+            "INSERT INTO trace(seq, at, era, tool, decision, arguments, detail, ledger_version, prev_hash, hash) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?)",
+            (seq, record.at, era, tool, decision, canonical_json(record.arguments).decode(),
+             canonical_json(record.detail).decode(), record.ledger_version, prev_hash, digest))
+        return TraceRecord(**{**record.to_dict(), "hash": digest})
+
+    def trace(self) -> list[TraceRecord]:
+        rows = self._conn.execute(
+            "SELECT seq, at, era, tool, decision, arguments, detail, ledger_version, prev_hash, hash FROM trace ORDER BY seq"
+        ).fetchall()
+        return [TraceRecord(seq=r[0], at=r[1], era=r[2], tool=r[3], decision=r[4], arguments=json.loads(r[5]),
+                            detail=json.loads(r[6]), ledger_version=r[7], prev_hash=r[8], hash=r[9]) for r in rows]
+
+    def verify(self) -> list[str]:
+        problems: list[str] = []
+        prev = GENESIS_HASH
+        records = self.trace()
+        for index, record in enumerate(records, start=1):
+            if record.seq != index:
+                problems.append(f"record {record.seq}: expected sequence number {index} (a record is missing)")
+            if record.prev_hash != prev:
+                problems.append(f"record {record.seq}: prev_hash does not match the hash of the record before it")
+            if _chain_hash(record.prev_hash, record.body()) != record.hash:
+                problems.append(f"record {record.seq}: hash does not match its contents (the record was changed)")
+            prev = record.hash
+        problems.extend(self._replay_problems(records))
+        return problems
+
+    def _replay_problems(self, records: list[TraceRecord]) -> list[str]:
+        """Compare the ledger with the seed plus the approved commits since the last reset."""
+        since_reset = records
+        for index in range(len(records) - 1, -1, -1):
+            if records[index].decision == "reset":
+                since_reset = records[index + 1:]
+                break
+        expected = {item["sku"]: item["on_order"] for item in SEED_ITEMS}
+        version = SEED_LEDGER_VERSION
+        for record in since_reset:
+            if record.decision == "approved":
+                version += 1
+                for line in record.detail.get("lines", []) if isinstance(record.detail, dict) else []:
+                    expected[line["sku"]] = expected.get(line["sku"], 0) + line["add_on_order"]
+        problems = []
+        if self.ledger_version() != version:
+            problems.append(f"ledger version is {self.ledger_version()} but the trace accounts for {version}")
+        actual = {item["sku"]: item["on_order"] for item in self.items()}
+        for sku in sorted(set(expected) | set(actual)):
+            if expected.get(sku) != actual.get(sku):
+                problems.append(f"{sku}: on_order is {actual.get(sku)} but the trace accounts for {expected.get(sku)}")
+        return problems

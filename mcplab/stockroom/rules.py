@@ -1,0 +1,339 @@
+"""The stockroom's rules in one place: policy, argument checks, drafts, the approval gate, the ledger.
+
+Design: :class:`Stockroom` is the whole behaviour without HTTP. Each :meth:`Stockroom.call_tool`
+runs in one ledger transaction: decide, change the ledger if approved, append exactly one trace
+record. The MCP server is a thin adapter that passes the era, the client's capabilities and the
+MRTR fields through and turns the :class:`ToolOutcome` into a wire result or JSON-RPC error.
+Refusals are JSON-RPC -32602 with ``data = {error: <stable code>, tool, ...}``; a declined
+approval is a normal result ``{ok: false, error: "mutation_blocked", ledger_version}``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from ..evidence import canonical_json
+from ..requests import missing_capabilities
+from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines
+from .gate import StateRejected, open_state, payload_digest, seal_state
+from .ledger import MEMORY, Ledger
+from .outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
+
+__all__ = ["Stockroom", "REQUIRED_CAPABILITIES", "ERAS"]
+
+#: What a 2026-07-28 client must declare to use the write tool: it has to be able to answer a form.
+REQUIRED_CAPABILITIES = {"elicitation": {}}
+ERAS = ("modern", "legacy")
+_DRAFT_ID = re.compile(r"DR-[0-9]{4,}")
+_ACTIONS = ("accept", "decline", "cancel")
+_MAX_NOTE = 200
+
+
+class _Refusal(Exception):
+    """Internal: stop deciding and answer with a JSON-RPC error."""
+
+    def __init__(self, error: str, message: str, *, code: int = INVALID_PARAMS, decision: str = "refused",
+                 **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.decision = decision
+        self.data = {"error": error, **extra}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _argument_problems(name: str, arguments: Any) -> list[str]:
+    """Problems with ``arguments`` for the allow-listed tool ``name`` (its input schema, checked by hand)."""
+    if not isinstance(arguments, dict):
+        return [f"arguments must be an object, got {type(arguments).__name__}"]
+    allowed = {"read_stock": set(), "draft_reorder": set(), "request_approval": {"draft_id"},
+               "commit_reorder": {"draft_id", "ledger_version", "lines", "approval"}}[name]
+    problems = [f"unexpected argument {key!r}" for key in arguments if key not in allowed]
+    if name in ("request_approval", "commit_reorder"):
+        draft_id = arguments.get("draft_id")
+        if not isinstance(draft_id, str) or not _DRAFT_ID.fullmatch(draft_id):
+            problems.append("draft_id must be a draft id string such as 'DR-0001'")
+    if name == "commit_reorder":
+        version = arguments.get("ledger_version")
+        if not _is_int(version) or version < 1:
+            problems.append("ledger_version must be an integer >= 1")
+        problems.extend(_line_problems(arguments.get("lines")))
+        if "approval" in arguments:
+            approval = arguments["approval"]
+            if (not isinstance(approval, dict) or set(approval) != {"token", "action"}
+                    or not isinstance(approval.get("token"), str) or approval.get("action") not in _ACTIONS):
+                problems.append("approval must be {token: <approval_token>, action: accept|decline|cancel}")
+    return problems
+
+
+def _line_problems(lines: Any) -> list[str]:
+    if not isinstance(lines, list) or not lines:
+        return ["lines must be a non-empty array of {sku, add_on_order}"]
+    problems, seen = [], set()
+    for index, line in enumerate(lines):
+        if not isinstance(line, dict) or set(line) != {"sku", "add_on_order"}:
+            problems.append(f"lines[{index}] must be exactly {{sku, add_on_order}}")
+            continue
+        if not isinstance(line["sku"], str):
+            problems.append(f"lines[{index}].sku must be a string")
+        elif line["sku"] in seen:
+            problems.append(f"lines[{index}].sku {line['sku']!r} appears twice")
+        else:
+            seen.add(line["sku"])
+        qty = line["add_on_order"]
+        if not _is_int(qty) or not 1 <= qty <= MAX_ADD_ON_ORDER:
+            problems.append(f"lines[{index}].add_on_order must be an integer from 1 to {MAX_ADD_ON_ORDER}")
+    return problems
+
+
+def _payload(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The canonical commit payload: lines ordered by SKU, no approval field."""
+    lines = sorted(({"sku": ln["sku"], "add_on_order": ln["add_on_order"]} for ln in arguments["lines"]),
+                   key=lambda ln: ln["sku"])
+    return {"draft_id": arguments["draft_id"], "ledger_version": arguments["ledger_version"], "lines": lines}
+
+
+def _diff(items: list[dict[str, Any]], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_sku = {item["sku"]: item for item in items}
+    return [{"sku": ln["sku"], "name": by_sku[ln["sku"]]["name"] if ln["sku"] in by_sku else None,
+             "on_order_before": by_sku[ln["sku"]]["on_order"] if ln["sku"] in by_sku else None,
+             "on_order_after": (by_sku[ln["sku"]]["on_order"] + ln["add_on_order"]) if ln["sku"] in by_sku else None,
+             "add_on_order": ln["add_on_order"]} for ln in lines]
+
+
+def _diff_text(payload: dict[str, Any], diff: list[dict[str, Any]]) -> str:
+    rows = [f"  {d['sku']} {d['name']}: on_order {d['on_order_before']} -> {d['on_order_after']} (+{d['add_on_order']})"
+            for d in diff]
+    return "\n".join([f"Approve commit_reorder {payload['draft_id']} at ledger v{payload['ledger_version']}?", *rows,
+                      "Payload: " + canonical_json(payload).decode()])
+
+
+def _trace_safe(value: Any) -> Any:
+    """``value`` if it can be stored as canonical JSON, else a bounded description of it."""
+    try:
+        canonical_json(value)
+        return value
+    except (ValueError, TypeError, RecursionError):
+        return {"unrepresentable": repr(value)[:200]}
+
+
+class Stockroom(StockroomAPI):
+    """The stockroom without HTTP: ``Stockroom()`` is in memory; ``Stockroom("stock.sqlite3")`` is durable.
+
+    ``era`` (``"modern"`` for 2026-07-28, ``"legacy"`` for 2025-11-25) and ``client_capabilities``
+    describe the in-process caller; by default a modern client that can answer elicitation forms.
+    """
+
+    def __init__(self, db: str | os.PathLike[str] | Ledger = MEMORY, *, era: str = "modern",
+                 client_capabilities: dict[str, Any] | None = None, now: Callable[[], float] = time.time) -> None:
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {ERAS}, got {era!r}")
+        self.ledger = db if isinstance(db, Ledger) else Ledger(db)
+        self.era = era
+        self.client_capabilities = {"elicitation": {"form": {}}} if client_capabilities is None else client_capabilities
+        self._now = now
+
+    # admin ------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.ledger.close()
+
+    def reset(self) -> dict[str, Any]:
+        with self.ledger.transaction() as tx:
+            tx.reset()
+            tx.append(era="local", tool="reset", decision="reset", arguments={},
+                      detail={"ledger_version": tx.ledger_version()})
+        return self.ledger.snapshot()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.ledger.snapshot()
+
+    def trace(self) -> list[dict[str, Any]]:
+        return [record.to_dict() for record in self.ledger.trace()]
+
+    def verify(self) -> list[str]:
+        return self.ledger.verify()
+
+    @staticmethod
+    def tools() -> list[dict[str, Any]]:
+        """The catalog as wire descriptors."""
+        from .catalog import tool_descriptor
+
+        return [tool_descriptor(spec) for spec in TOOLS]
+
+    # the one entry point ---------------------------------------------------------------------
+    def call_tool(self, name: str, arguments: Any = None, *, input_responses: dict[str, Any] | None = None,
+                  request_state: str | None = None, era: str | None = None,
+                  client_capabilities: dict[str, Any] | None = None) -> ToolOutcome:
+        """Decide one call and record it. ``era``/``client_capabilities`` override the instance's (the server's use)."""
+        era = era or self.era
+        capabilities = self.client_capabilities if client_capabilities is None else client_capabilities
+        arguments = {} if arguments is None else arguments
+        outcome = ToolOutcome(tool=name, arguments=arguments, kind="complete", era=era)
+        with self.ledger.transaction() as tx:
+            try:
+                decision, detail = self._decide(tx, outcome, era, capabilities, input_responses, request_state)
+            except _Refusal as refusal:
+                outcome.kind = "error"
+                outcome.error = {"code": refusal.code, "message": str(refusal), "data": {**refusal.data, "tool": name}}
+                decision, detail = refusal.decision, outcome.error["data"]
+            nonce = detail.pop("_nonce", None) if isinstance(detail, dict) else None
+            record = tx.append(era=era, tool=str(name)[:200], decision=decision, arguments=_trace_safe(arguments),
+                               detail=_trace_safe(detail))
+            if nonce:
+                tx.use_approval(nonce, record.seq)
+            outcome.trace_seq = record.seq
+        return outcome
+
+    def _decide(self, tx: Any, outcome: ToolOutcome, era: str, capabilities: Any,
+                input_responses: Any, request_state: Any) -> tuple[str, dict[str, Any]]:
+        name, arguments = outcome.tool, outcome.arguments
+        policy, spec = policy_for(name) if isinstance(name, str) else ("deny", None)
+        if spec is None:
+            raise _Refusal("tool_not_allowed", f"tool {str(name)[:80]!r} is not on the allow-list", decision="denied",
+                           policy=policy)
+        problems = _argument_problems(name, arguments)
+        if problems:
+            raise _Refusal("invalid_arguments", f"{name}: {problems[0]}", problems=problems)
+        if spec.name != WRITE_TOOL:
+            if input_responses is not None or request_state is not None:
+                raise _Refusal("unexpected_input_responses", f"{name} never asks for input; send no inputResponses or requestState")
+            result = {"read_stock": self._read_stock, "draft_reorder": self._draft_reorder,
+                      "request_approval": self._request_approval}[name](tx, arguments)
+            outcome.structured = result
+            return "allowed", {"effect": spec.effect}
+        return self._commit(tx, outcome, era, capabilities, input_responses, request_state)
+
+    # read and draft ---------------------------------------------------------------------------
+    def _read_stock(self, tx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"ledger_version": tx.ledger_version(), "items": tx.items()}
+
+    def _draft_reorder(self, tx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        version, lines = tx.ledger_version(), restock_lines(tx.items())
+        if not lines:
+            return {"draft_id": None, "ledger_version": version, "lines": [],
+                    "message": "nothing is at or below its reorder point"}
+        draft = tx.open_draft_like(version, lines) or tx.create_draft(version, lines)
+        return {"draft_id": draft["draft_id"], "ledger_version": version, "lines": lines}
+
+    def _request_approval(self, tx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+        draft = self._draft(tx, arguments["draft_id"])
+        payload = {"draft_id": draft["draft_id"], "ledger_version": draft["ledger_version"], "lines": draft["lines"]}
+        return {"draft_id": draft["draft_id"], "status": draft["status"], "ledger_version": draft["ledger_version"],
+                "current_ledger_version": tx.ledger_version(), "payload": payload, "diff": _diff(tx.items(), draft["lines"])}
+
+    @staticmethod
+    def _draft(tx: Any, draft_id: str) -> dict[str, Any]:
+        draft = tx.find_draft(draft_id)
+        if draft is None:
+            raise _Refusal("unknown_draft", f"no draft {draft_id} (drafts are cleared by a reset)", draft_id=draft_id)
+        return draft
+
+    # the gate ----------------------------------------------------------------------------------
+    def _check_payload(self, tx: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        """The draft behind ``payload`` if the payload is exactly that draft at the current version."""
+        draft = self._draft(tx, payload["draft_id"])
+        if draft["status"] != "open":
+            raise _Refusal("draft_closed", f"draft {draft['draft_id']} was already committed", draft_id=draft["draft_id"])
+        current = tx.ledger_version()
+        if payload["ledger_version"] != current:
+            raise _Refusal("stale_ledger_version",
+                           f"ledger_version {payload['ledger_version']} is stale: the ledger is at v{current}; "
+                           "read_stock and draft again", ledger_version=current, requested=payload["ledger_version"])
+        drafted = sorted(draft["lines"], key=lambda ln: ln["sku"])
+        if payload["lines"] != drafted or draft["ledger_version"] != payload["ledger_version"]:
+            raise _Refusal("payload_drift", f"the lines differ from draft {draft['draft_id']}; commit exactly the draft",
+                           draft_id=draft["draft_id"], expected=drafted, got=payload["lines"])
+        return draft
+
+    def _commit(self, tx: Any, outcome: ToolOutcome, era: str, capabilities: Any,
+                input_responses: Any, request_state: Any) -> tuple[str, dict[str, Any]]:
+        arguments = outcome.arguments
+        payload = _payload(arguments)
+        if era == "modern":
+            missing = missing_capabilities(capabilities, REQUIRED_CAPABILITIES)
+            if missing:
+                raise _Refusal("missing_capability", "commit_reorder asks the user for approval: declare the "
+                               "elicitation capability", code=MISSING_REQUIRED_CLIENT_CAPABILITY, requiredCapabilities=missing)
+            if "approval" in arguments:
+                raise _Refusal("approval_argument_not_allowed", "the approval argument is for 2025-11-25 clients; "
+                               "answer the elicitation with inputResponses")
+            if input_responses is None and request_state is None:
+                return self._ask(tx, outcome, payload)
+            if not isinstance(request_state, str) or not request_state:
+                raise _Refusal("invalid_request_state", "a retry needs the requestState the server sent", reason="missing")
+            response = input_responses.get(APPROVAL_KEY) if isinstance(input_responses, dict) else None
+            if not isinstance(response, dict) or response.get("action") not in _ACTIONS:
+                raise _Refusal("missing_input_response",
+                               f"inputResponses.{APPROVAL_KEY} must be an elicitation result with action accept|decline|cancel")
+            return self._decide_approval(tx, outcome, payload, request_state, response["action"], response.get("content"))
+        if input_responses is not None or request_state is not None:
+            raise _Refusal("unexpected_input_responses", "2025-11-25 has no multi-round-trip requests; use the approval argument")
+        approval = arguments.get("approval")
+        if approval is None:
+            return self._ask(tx, outcome, payload)
+        return self._decide_approval(tx, outcome, payload, approval["token"], approval["action"], None)
+
+    def _ask(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self._check_payload(tx, payload)
+        digest = payload_digest(payload)
+        state, _claims = seal_state(tx.secret(), tool=WRITE_TOOL, draft_id=payload["draft_id"], digest=digest,
+                                    ledger_version=payload["ledger_version"], epoch=tx.epoch(), now=self._now)
+        diff = _diff(tx.items(), payload["lines"])
+        message = _diff_text(payload, diff)
+        if outcome.era == "modern":
+            outcome.kind = "input_required"
+            outcome.input_requests = {APPROVAL_KEY: {"method": "elicitation/create", "params": {
+                "mode": "form",
+                "message": message,
+                "requestedSchema": {"type": "object", "properties": {
+                    "note": {"type": "string", "title": "Note for the trace", "maxLength": _MAX_NOTE}}},
+            }}}
+            outcome.request_state = state
+        else:
+            outcome.is_error = True
+            outcome.structured = {"ok": False, "error": LEGACY_APPROVAL_ERROR, "message": message, "payload": payload,
+                                  "diff": diff, "approval_token": state}
+        return "asked", {"draft_id": payload["draft_id"], "digest": digest, "diff": diff}
+
+    def _decide_approval(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any], state: str, action: str,
+                         content: Any) -> tuple[str, dict[str, Any]]:
+        try:
+            claims = open_state(tx.secret(), state, now=self._now)
+        except StateRejected as rejected:
+            error = "approval_expired" if rejected.reason == "expired" else "invalid_request_state"
+            raise _Refusal(error, str(rejected), reason=rejected.reason) from None
+        if claims.tool != WRITE_TOOL or claims.draft_id != payload["draft_id"] or claims.digest != payload_digest(payload):
+            raise _Refusal("invalid_request_state", "requestState was issued for a different payload; "
+                           "a retry must repeat the original arguments exactly", reason="mismatch")
+        if claims.epoch != tx.epoch():
+            raise _Refusal("approval_expired", "the stockroom was reset after this approval was asked", reason="reset")
+        if tx.approval_used(claims.nonce):
+            raise _Refusal("approval_already_used", "this approval was already answered; it applies at most once",
+                           draft_id=payload["draft_id"])
+        note = content.get("note") if isinstance(content, dict) and isinstance(content.get("note"), str) else None
+        detail: dict[str, Any] = {"draft_id": payload["draft_id"], "action": action, "_nonce": claims.nonce}
+        if note:
+            detail["note"] = note[:_MAX_NOTE]
+        if action != "accept":
+            version = tx.ledger_version()
+            outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": version}
+            return "rejected", {**detail, "payload": payload}
+        self._check_payload(tx, payload)
+        before = {item["sku"]: item["on_order"] for item in tx.items()}
+        version = tx.add_on_order(payload["lines"])
+        tx.mark_draft(payload["draft_id"], "committed")
+        after = {item["sku"]: item["on_order"] for item in tx.items()}
+        outcome.structured = {
+            "ok": True, "draft_id": payload["draft_id"], "ledger_version": version,
+            "changes": [{"sku": ln["sku"], "on_order_before": before[ln["sku"]], "on_order_after": after[ln["sku"]]}
+                        for ln in payload["lines"]],
+        }
+        return "approved", {**detail, "lines": payload["lines"], "ledger_version_before": payload["ledger_version"],
+                            "ledger_version_after": version}
