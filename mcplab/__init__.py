@@ -6,6 +6,7 @@ gives the lab calls (``validate_result``, ``select_era``, ``compare_sdk_view``, 
 
 from . import (
     cases,
+    conformance,
     era,
     errors,
     evidence,
@@ -23,6 +24,7 @@ from . import (
     versions,
 )
 from .cases import *  # noqa: F403
+from .conformance import *  # noqa: F403
 from .era import *  # noqa: F403
 from .errors import *  # noqa: F403
 from .evidence import *  # noqa: F403
@@ -45,7 +47,7 @@ __all__ = [
     name
     for module in (
         versions, errors, cases, jsonvalue, headers, requests, results, responses, era,
-        sdkview, sse, proxy_evidence, redaction, evidence, release, transcript,
+        sdkview, sse, proxy_evidence, redaction, evidence, release, transcript, conformance,
     )
     for name in module.__all__
 ]

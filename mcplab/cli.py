@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .cases import CASES
@@ -101,6 +104,74 @@ def _cmd_cases(args: argparse.Namespace) -> int:
     return 0
 
 
+def _db_arg(value: str | None) -> str:
+    from .stockroom.ledger import default_db_path
+
+    return value if value else str(default_db_path())
+
+
+def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
+    from .stockroom.server import serve_stockroom
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    db = _db_arg(args.db)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
+                             admin=False if args.no_admin else None, log_level=args.log_level) as srv:
+            print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
+            try:
+                stop.wait()
+            except KeyboardInterrupt:
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("mcplab stockroom stopped", file=sys.stderr)
+    return 0
+
+
+def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
+    from .stockroom.ledger import Ledger
+
+    db = _db_arg(args.db)
+    with Ledger(db, create=False) as ledger:
+        records = [record.to_dict() for record in ledger.trace()]
+        problems = ledger.verify() if args.verify else None
+    if args.json:
+        _print_json({"db": db, "records": records, **({"problems": problems} if problems is not None else {})})
+    else:
+        rows = [[str(r["seq"]), r["at"], r["era"], r["tool"], r["decision"], f"v{r['ledger_version']}", r["hash"][:12],
+                 _short(r["detail"])] for r in records]
+        print(_table(rows, ["SEQ", "AT", "ERA", "TOOL", "DECISION", "LEDGER", "HASH", "DETAIL"]))
+        print(f"{len(records)} trace records in {db}")
+        if problems is not None:
+            for problem in problems:
+                print(f"BROKEN: {problem}")
+            print("trace verified: chain intact, ledger agrees" if not problems else f"trace broken: {len(problems)} problems")
+    return 1 if problems else 0
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cmd_stockroom_reset(args: argparse.Namespace) -> int:
+    from .stockroom.ledger import Ledger
+    from .stockroom.rules import Stockroom
+
+    db = _db_arg(args.db)
+    existed = Path(db).exists()
+    with Ledger(db) as ledger:
+        snapshot = Stockroom(ledger).reset()
+    what = "reset" if existed else "created"
+    print(f"stockroom {what}: {db} at ledger v{snapshot['ledger_version']} with {len(snapshot['items'])} items "
+          "(recorded in the trace)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -121,6 +192,32 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dir", metavar="DIR", help="a directory of transcript files instead of the shipped suite")
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
         p.set_defaults(func=func)
+
+    serve = sub.add_parser("serve", help="run an MCP server")
+    ssub = serve.add_subparsers(dest="server", required=True, metavar="SERVER")
+    stock = ssub.add_parser("stockroom", help="the stockroom: four tools, an approval gate, a durable ledger and trace")
+    stock.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    stock.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    stock.add_argument("--db", metavar="PATH", help="SQLite database (default: stockroom.sqlite3 in the user data directory; "
+                       "':memory:' keeps nothing)")
+    stock.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                       help="also accept this Host header, e.g. 'hub.example:*' behind a proxy (repeatable)")
+    stock.add_argument("--no-admin", action="store_true", help="no /stockroom/trace and /stockroom/reset routes "
+                       "(they are on by default only for loopback hosts)")
+    stock.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
+                       help="uvicorn log level (default warning)")
+    stock.set_defaults(func=_cmd_serve_stockroom)
+
+    room = sub.add_parser("stockroom", help="inspect or reset a stockroom database")
+    rsub = room.add_subparsers(dest="action", required=True, metavar="ACTION")
+    trace = rsub.add_parser("trace", help="print the append-only trace (exit 1 with --verify when the chain is broken)")
+    trace.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
+    trace.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    trace.add_argument("--verify", action="store_true", help="check the hash chain and the ledger against it")
+    trace.set_defaults(func=_cmd_stockroom_trace)
+    reset = rsub.add_parser("reset", help="restore the seed state (recorded in the trace; the trace is kept)")
+    reset.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
+    reset.set_defaults(func=_cmd_stockroom_reset)
 
     cases = sub.add_parser("cases", help="the case vocabulary: one invariant, one name, everywhere")
     cases.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -144,8 +144,15 @@ class StockroomClient(StockroomAPI):
             raise StockroomConnectionError(f"{self.base_url}{path}: {exc}") from None
         if reply.status_code == 404:
             raise StockroomConnectionError(f"{self.base_url}{path}: this server has no admin routes (started with admin off)")
-        reply.raise_for_status()
-        return reply.json()
+        if reply.status_code != 200:
+            raise StockroomConnectionError(f"{self.base_url}{path}: HTTP {reply.status_code}")
+        try:
+            return reply.json()
+        except ValueError:
+            raise StockroomConnectionError(f"{self.base_url}{path}: the answer is not JSON") from None
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._admin("GET", "/stockroom/ledger")
 
     def reset(self) -> dict[str, Any]:
         return self._admin("POST", "/stockroom/reset")

@@ -109,12 +109,21 @@ class Ledger:
     A new database is seeded and its HMAC secret generated on first open.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = MEMORY, *, clock: Callable[[], str] = _utc_now) -> None:
-        self.path = str(path)
+    def __init__(self, path: str | os.PathLike[str] = MEMORY, *, create: bool = True,
+                 clock: Callable[[], str] = _utc_now) -> None:
+        self.path = str(path) if str(path) == MEMORY else str(Path(path).expanduser())
         self._clock = clock
         self._lock = threading.RLock()
         if self.path != MEMORY:
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            if Path(self.path).is_dir():
+                raise LedgerError(f"{self.path}: is a directory, expected a database file")
+            if not create and not Path(self.path).exists():
+                raise LedgerError(f"{self.path}: no stockroom database here (start 'mcplab serve stockroom --db {self.path}' "
+                                  "or run 'mcplab stockroom reset --db PATH' to create one)")
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LedgerError(f"{self.path}: cannot create its directory ({exc.strerror or exc})") from None
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
             if self.path != MEMORY:
@@ -123,7 +132,9 @@ class Ledger:
             self._conn.execute("PRAGMA foreign_keys=ON")
             with self.transaction() as tx:
                 tx.executescript_schema()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
+            if hasattr(self, "_conn"):
+                self._conn.close()
             raise LedgerError(f"{self.path}: not a usable stockroom database ({exc})") from None
 
     # -- connection management -------------------------------------------------------------

@@ -83,15 +83,23 @@ class ToolOutcome:
             out["error"] = self.error
         elif self.kind == "input_required":
             out["inputRequests"] = self.input_requests
-            out["requestState"] = self.request_state
+            out["requestState"] = _abbreviate(self.request_state)
         else:
-            out["structured"] = self.structured
+            structured = self.structured
+            if isinstance(structured, dict) and "approval_token" in structured:
+                structured = {**structured, "approval_token": _abbreviate(structured["approval_token"])}
+            out["structured"] = structured
             out["isError"] = self.is_error
         return out
 
     def text(self) -> str:
-        """The outcome as the one-line JSON a notebook prints."""
+        """The outcome as the one-line JSON a notebook prints (sealed tokens shortened)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def _abbreviate(token: Any) -> Any:
+    """A sealed approval token shortened for display: enough to recognise it, not to replay it."""
+    return f"{token[:12]}...(sealed, {len(token)} chars)" if isinstance(token, str) and len(token) > 24 else token
 
 
 class StockroomAPI(ABC):
@@ -107,6 +115,10 @@ class StockroomAPI(ABC):
     @abstractmethod
     def reset(self) -> dict[str, Any]:
         """Restore the seed state; returns the snapshot after the reset."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """``{ledger_version, items}`` for display: an observation, not a tool call, so it leaves no trace record."""
 
     @abstractmethod
     def trace(self) -> list[dict[str, Any]]:

@@ -239,13 +239,13 @@ class Stockroom(StockroomAPI):
     def _check_payload(self, tx: Any, payload: dict[str, Any]) -> dict[str, Any]:
         """The draft behind ``payload`` if the payload is exactly that draft at the current version."""
         draft = self._draft(tx, payload["draft_id"])
-        if draft["status"] != "open":
-            raise _Refusal("draft_closed", f"draft {draft['draft_id']} was already committed", draft_id=draft["draft_id"])
         current = tx.ledger_version()
         if payload["ledger_version"] != current:
             raise _Refusal("stale_ledger_version",
                            f"ledger_version {payload['ledger_version']} is stale: the ledger is at v{current}; "
                            "read_stock and draft again", ledger_version=current, requested=payload["ledger_version"])
+        if draft["status"] != "open":
+            raise _Refusal("draft_closed", f"draft {draft['draft_id']} was already committed", draft_id=draft["draft_id"])
         drafted = sorted(draft["lines"], key=lambda ln: ln["sku"])
         if payload["lines"] != drafted or draft["ledger_version"] != payload["ledger_version"]:
             raise _Refusal("payload_drift", f"the lines differ from draft {draft['draft_id']}; commit exactly the draft",

@@ -5,7 +5,8 @@ arguments, era (from the negotiated protocol version), the client's declared cap
 the MRTR fields to :class:`~mcplab.stockroom.rules.Stockroom` and maps its outcome onto the wire
 (a result, ``InputRequiredResult``, or ``MCPError`` with data). One stateless ``/mcp`` route
 serves 2026-07-28 and 2025-11-25. Course conveniences that are not MCP live beside it:
-``GET /stockroom/trace`` and ``POST /stockroom/reset`` (``admin=False`` removes them).
+``GET /stockroom/trace``, ``GET /stockroom/ledger`` and ``POST /stockroom/reset`` (``admin=False``
+removes them; by default they exist only on loopback hosts).
 """
 
 from __future__ import annotations
@@ -106,7 +107,11 @@ def _admin_routes(stockroom: Stockroom) -> list[Route]:
     async def reset(request: Request) -> JSONResponse:
         return JSONResponse(await anyio.to_thread.run_sync(stockroom.reset))
 
-    return [Route("/stockroom/trace", trace, methods=["GET"]), Route("/stockroom/reset", reset, methods=["POST"])]
+    async def ledger(request: Request) -> JSONResponse:
+        return JSONResponse(await anyio.to_thread.run_sync(stockroom.snapshot))
+
+    return [Route("/stockroom/trace", trace, methods=["GET"]), Route("/stockroom/ledger", ledger, methods=["GET"]),
+            Route("/stockroom/reset", reset, methods=["POST"])]
 
 
 def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
@@ -164,7 +169,9 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
     stockroom = db if isinstance(db, Stockroom) else Stockroom(Ledger(db))
     admin = _is_loopback(host) if admin is None else admin
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
+    # and without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

@@ -1,0 +1,161 @@
+"""The SQLite ledger and its hash-chained, append-only trace."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from mcplab.stockroom import Ledger, LedgerError, Stockroom, default_db_path
+from mcplab.stockroom.ledger import _Tx
+
+RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
+    {"sku": "SR-101", "add_on_order": 6}, {"sku": "SR-103", "add_on_order": 13},
+    {"sku": "SR-105", "add_on_order": 3}, {"sku": "SR-106", "add_on_order": 6}]}
+
+
+def approved_room(path) -> Stockroom:
+    room = Stockroom(path)
+    room.draft_reorder()
+    room.approve(room.commit_reorder(RESTOCK))
+    return room
+
+
+def raw(path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def test_state_survives_reopening_the_file(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    with Ledger(path) as ledger:
+        assert ledger.snapshot()["ledger_version"] == 2
+        assert [r.decision for r in ledger.trace()] == ["allowed", "asked", "approved"]
+        assert ledger.verify() == []
+
+
+def test_the_trace_refuses_update_and_delete(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    conn = raw(path)
+    for statement in ("UPDATE trace SET decision = 'allowed' WHERE seq = 3", "DELETE FROM trace WHERE seq = 3"):
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute(statement)
+    conn.close()
+
+
+@pytest.mark.parametrize("tamper, expected", [
+    ("UPDATE trace SET decision = 'allowed' WHERE seq = 3", "record 3: hash does not match"),
+    ("UPDATE trace SET detail = '{}' WHERE seq = 3", "record 3: hash does not match"),
+    ("DELETE FROM trace WHERE seq = 2", "record 3: expected sequence number 2"),
+    ("UPDATE trace SET hash = 'x' WHERE seq = 1", "record 2: prev_hash does not match"),
+])
+def test_verify_detects_tampering_even_with_the_triggers_dropped(tmp_path, tamper, expected):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    conn = raw(path)
+    conn.execute("DROP TRIGGER trace_no_update")
+    conn.execute("DROP TRIGGER trace_no_delete")
+    conn.execute(tamper)
+    conn.close()
+    with Ledger(path) as ledger:
+        problems = ledger.verify()
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_verify_detects_a_ledger_change_without_a_trace_record(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    Stockroom(path).close()
+    conn = raw(path)
+    conn.execute("UPDATE items SET on_order = 99 WHERE sku = 'SR-104'")
+    conn.close()
+    with Ledger(path) as ledger:
+        assert ledger.verify() == ["SR-104: on_order is 99 but the trace accounts for 0"]
+
+
+def test_a_failure_between_ledger_change_and_trace_record_leaves_neither(tmp_path, monkeypatch):
+    path = tmp_path / "stock.sqlite3"
+    room = Stockroom(path)
+    room.draft_reorder()
+    pending = room.commit_reorder(RESTOCK)
+    before_trace = len(room.trace())
+    original = _Tx.append
+
+    def crash(self, **kwargs):
+        if kwargs.get("decision") == "approved":
+            raise RuntimeError("power cut")
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(_Tx, "append", crash)
+    with pytest.raises(RuntimeError, match="power cut"):
+        room.approve(pending)
+    monkeypatch.setattr(_Tx, "append", original)
+    assert room.snapshot()["ledger_version"] == 1
+    assert len(room.trace()) == before_trace
+    assert room.verify() == []
+    assert room.approve(pending).structured["ok"] is True  # the nonce was not spent by the failed attempt
+    room.close()
+
+
+def test_reset_restores_seed_keeps_trace_and_records_itself(tmp_path):
+    room = approved_room(tmp_path / "stock.sqlite3")
+    trace_before = len(room.trace())
+    snapshot = room.reset()
+    assert snapshot["ledger_version"] == 1
+    assert all(item["on_order"] == 0 for item in snapshot["items"])
+    records = room.trace()
+    assert len(records) == trace_before + 1 and records[-1]["decision"] == "reset"
+    assert room.draft_reorder()["draft_id"] == "DR-0001"
+    assert room.verify() == []
+    room.close()
+
+
+def test_trace_records_are_redacted():
+    room = Stockroom()
+    room.call_tool("delete_item", {"sku": "SR-104", "api_key": "sk-live-123", "password": "hunter2"})
+    record = room.trace()[-1]
+    assert "sk-live-123" not in str(record) and "hunter2" not in str(record)
+    assert record["arguments"]["sku"] == "SR-104"
+
+
+def test_secret_never_reaches_the_trace():
+    room = Stockroom()
+    room.draft_reorder()
+    room.approve(room.commit_reorder(RESTOCK))
+    with room.ledger.transaction() as tx:
+        secret = tx.secret().hex()
+    assert secret not in str(room.trace())
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"this is not sqlite", "not a usable stockroom database"),
+])
+def test_a_foreign_file_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "notes.db"
+    path.write_bytes(content * 100)
+    with pytest.raises(LedgerError, match=message) as info:
+        Ledger(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_foreign_sqlite_database_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    conn = raw(path)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES ('schema', '99')")
+    conn.close()
+    with pytest.raises(LedgerError, match="schema version"):
+        Ledger(path)
+
+
+def test_open_without_create_needs_an_existing_file(tmp_path):
+    with pytest.raises(LedgerError, match="no stockroom database"):
+        Ledger(tmp_path / "missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_default_db_path_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCPLAB_DATA_DIR", str(tmp_path))
+    assert default_db_path() == tmp_path / "stockroom.sqlite3"
+    monkeypatch.delenv("MCPLAB_DATA_DIR")
+    assert default_db_path().name == "stockroom.sqlite3"

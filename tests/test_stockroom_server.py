@@ -1,0 +1,222 @@
+"""The stockroom over real HTTP: the mcp SDK server under uvicorn on loopback, both eras.
+
+Every answer is judged by the core's ``validate_response`` (through ``StockroomClient``), so the
+server is held to the same rules as any other MCP server the harness looks at.
+"""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import mcp_types as t
+import pytest
+from mcp.client import Client
+
+from mcplab import build_request, validate_response, validate_result
+from mcplab.cases import CASES
+from mcplab.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcplab.stockroom import ServeError, StockroomClient, StockroomConnectionError, serve_stockroom
+
+RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
+    {"sku": "SR-101", "add_on_order": 6}, {"sku": "SR-103", "add_on_order": 13},
+    {"sku": "SR-105", "add_on_order": 3}, {"sku": "SR-106", "add_on_order": 6}]}
+RESTOCKED = ["SR-101", "SR-103", "SR-105", "SR-106"]
+ERAS = ["modern", "legacy"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_stockroom() as srv:
+        yield srv
+
+
+@pytest.fixture(params=ERAS)
+def client(server, request):
+    with StockroomClient(server.url, era=request.param) as c:
+        c.reset()
+        yield c
+
+
+def on_order(client) -> list[int]:
+    items = {item["sku"]: item for item in client.read_stock()["items"]}
+    return [items[sku]["on_order"] for sku in RESTOCKED]
+
+
+def expected_error_status(client) -> int:
+    return 400 if client.era == "modern" else 200
+
+
+def test_url_and_tools_in_both_eras(server, client):
+    assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
+    tools = client.list_tools()
+    assert [tool["name"] for tool in tools] == ["read_stock", "draft_reorder", "request_approval", "commit_reorder"]
+    assert validate_result(client.history[-1]["response"]["result"], client.era, "tools/list") == "complete"
+
+
+def test_read_and_draft(client):
+    assert client.read_stock()["ledger_version"] == 1
+    assert client.draft_reorder() == RESTOCK
+    diff = client.request_approval("DR-0001")["diff"]
+    assert [(d["on_order_before"], d["on_order_after"]) for d in diff] == [(0, 6), (0, 13), (0, 3), (0, 6)]
+    assert client.read_stock()["ledger_version"] == 1
+
+
+def test_golden_stockroom_restock_approved(client):
+    client.draft_reorder()
+    pending = client.commit_reorder(RESTOCK)
+    assert pending.asks_approval
+    if client.era == "modern":
+        assert pending.kind == "input_required"
+        assert pending.raw["result"]["resultType"] == "input_required"
+        assert pending.input_requests["approval"]["method"] == "elicitation/create"
+        assert "0 -> 13" in pending.input_requests["approval"]["params"]["message"]
+    assert on_order(client) == [0, 0, 0, 0]
+    result = client.approve(pending)
+    assert result.structured["ok"] is True and result.structured["ledger_version"] == 2
+    assert on_order(client) == [6, 13, 3, 6]
+    assert client.verify() == []
+    assert CASES["golden-stockroom-restock-approved"]
+
+
+def test_golden_stockroom_restock_rejected(client):
+    client.draft_reorder()
+    result = client.reject(client.commit_reorder(RESTOCK))
+    assert result.structured == {"ok": False, "error": "mutation_blocked", "ledger_version": 1}
+    assert on_order(client) == [0, 0, 0, 0]
+    rejected = [r for r in client.trace() if r["decision"] == "rejected"]
+    assert rejected and rejected[-1]["arguments"]["draft_id"] == "DR-0001"
+
+
+def test_negative_stockroom_tool_not_allowed(client):
+    outcome = client.call_tool("delete_item", {"sku": "SR-104", "reason": "clear old stock"})
+    assert outcome.kind == "error"
+    assert client.history[-1]["status"] == expected_error_status(client)
+    assert outcome.error["code"] == CASES["negative-stockroom-tool-not-allowed"].code == INVALID_PARAMS
+    assert outcome.error["data"] == {"error": "tool_not_allowed", "tool": "delete_item", "policy": "deny"}
+    sr104 = next(item for item in client.read_stock()["items"] if item["sku"] == "SR-104")
+    assert (sr104["on_hand"], sr104["on_order"]) == (5, 0)
+    assert client.read_stock()["ledger_version"] == 1
+    records = client.trace()
+    since_reset = records[max(i for i, r in enumerate(records) if r["decision"] == "reset"):]
+    assert [r["decision"] for r in since_reset if r["tool"] == "delete_item"] == ["denied"]
+    assert not any(r["decision"] == "asked" for r in since_reset)  # nobody was asked
+
+
+def test_negative_stockroom_forged_state(server):
+    with StockroomClient(server.url) as client:
+        client.reset()
+        client.draft_reorder()
+        pending = client.commit_reorder(RESTOCK)
+        body, mac = pending.request_state.rsplit(".", 1)
+        forged = client.call_tool("commit_reorder", RESTOCK, input_responses={"approval": {"action": "accept"}},
+                                  request_state=body + "." + mac[::-1])
+        assert forged.error["code"] == INVALID_PARAMS and forged.error["data"]["error"] == "invalid_request_state"
+        missing = client.call_tool("commit_reorder", RESTOCK, input_responses={"approval": {"action": "accept"}})
+        assert missing.error["data"]["error"] == "invalid_request_state"
+        assert on_order(client) == [0, 0, 0, 0]
+
+
+def test_negative_stockroom_stale_version(client):
+    client.draft_reorder()
+    client.approve(client.commit_reorder(RESTOCK))
+    stale = client.commit_reorder(RESTOCK)
+    assert stale.error["code"] == INVALID_PARAMS and stale.error["data"]["error"] == "stale_ledger_version"
+    assert "ledger is at v2" in stale.error["message"]
+    assert on_order(client) == [6, 13, 3, 6]
+
+
+def test_negative_stockroom_replayed_approval(client):
+    client.draft_reorder()
+    pending = client.commit_reorder(RESTOCK)
+    client.approve(pending)
+    replay = client.approve(pending)
+    assert replay.error["data"]["error"] == "approval_already_used"
+    assert on_order(client) == [6, 13, 3, 6] and client.read_stock()["ledger_version"] == 2
+
+
+def test_negative_stockroom_payload_drift(client):
+    client.draft_reorder()
+    drift = client.commit_reorder({**RESTOCK, "lines": [{"sku": "SR-104", "add_on_order": 500}]})
+    assert drift.error["data"]["error"] == "payload_drift"
+    assert client.read_stock()["ledger_version"] == 1
+
+
+def test_negative_stockroom_missing_capability(server):
+    with StockroomClient(server.url, client_capabilities={}) as client:
+        client.reset()
+        client.draft_reorder()
+        outcome = client.commit_reorder(RESTOCK)
+        assert client.history[-1]["status"] == 400
+        assert outcome.error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+        assert outcome.error["data"]["requiredCapabilities"] == {"elicitation": {}}
+
+
+def test_never_500_for_bad_client_input(server):
+    body, headers = build_request("tools/call", {"name": "commit_reorder", "arguments": {"lines": "nope"}})
+    with httpx.Client() as http:
+        reply = http.post(server.url, json=body, headers=headers)
+        assert reply.status_code == 400
+        validate_response(reply.json(), body, status=reply.status_code, headers=list(reply.headers.items()))
+        assert reply.json()["error"]["data"]["error"] == "invalid_arguments"
+        for raw in (b"{not json", b"[]", b'{"jsonrpc":"2.0"}'):
+            reply = http.post(server.url, content=raw, headers=headers)
+            assert 400 <= reply.status_code < 500
+
+
+def test_the_real_sdk_client_approves_and_declines_through_elicitation(server):
+    """mcp.client.Client drives the MRTR loop itself: its elicitation callback is the approver."""
+    answers = iter(["decline", "accept"])
+    shown: list[str] = []
+
+    async def approver(context, params):
+        shown.append(params.message)
+        return t.ElicitResult(action=next(answers), content={})
+
+    async def scenario() -> tuple:
+        async with Client(server.url, elicitation_callback=approver) as sdk:
+            draft = (await sdk.call_tool("draft_reorder", {})).structured_content
+            declined = await sdk.call_tool("commit_reorder", RESTOCK)
+            accepted = await sdk.call_tool("commit_reorder", RESTOCK)
+            return draft, declined.structured_content, accepted.structured_content
+
+    StockroomClient(server.url).reset()
+    draft, declined, accepted = anyio.run(scenario)
+    assert draft == RESTOCK
+    assert declined == {"ok": False, "error": "mutation_blocked", "ledger_version": 1}
+    assert accepted["ok"] is True and accepted["ledger_version"] == 2
+    assert len(shown) == 2 and "SR-103" in shown[0]
+
+
+def test_admin_routes_can_be_turned_off():
+    with serve_stockroom(admin=False) as srv, StockroomClient(srv.url) as client:
+        with pytest.raises(StockroomConnectionError, match="no admin routes"):
+            client.reset()
+        assert client.read_stock()["ledger_version"] == 1
+
+
+def test_a_database_file_outlives_the_server(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    with serve_stockroom(path) as srv, StockroomClient(srv.url) as client:
+        client.draft_reorder()
+        client.approve(client.commit_reorder(RESTOCK))
+    with serve_stockroom(path) as srv, StockroomClient(srv.url) as client:
+        assert client.read_stock()["ledger_version"] == 2
+        assert client.verify() == []
+
+
+def test_port_in_use_is_a_clear_error(server):
+    with pytest.raises(ServeError, match=f"cannot listen on 127.0.0.1:{server.port}"):
+        with serve_stockroom(port=server.port):
+            pass
+
+
+def test_unreachable_server_is_a_clear_error():
+    with StockroomClient("http://127.0.0.1:9/mcp") as client, pytest.raises(StockroomConnectionError, match="127.0.0.1:9"):
+        client.read_stock()
+
+
+def test_dns_rebinding_protection_is_on(server):
+    body, headers = build_request("tools/list")
+    with httpx.Client() as http:
+        reply = http.post(server.url, json=body, headers=[*headers, ("Host", "evil.example")])
+    assert reply.status_code in (400, 403, 421)
