@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ DEMO_SIGNER = "release-controller@mcplab-demo"
 _DEMO_KEY = b"mcplab demo release-controller key (not a secret; demo only)"
 _PREVIOUS_VERSION = "1.4.2"
 #: The demo's fixed clock: rollback evidence issued a day before, valid for a week.
-DEMO_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+DEMO_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def _find(transcripts: list[Transcript], name: str) -> Transcript:

@@ -12,7 +12,6 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping
-from typing import Union
 
 from .errors import HEADER_MISMATCH, ProtocolViolation
 
@@ -30,7 +29,7 @@ __all__ = [
     "ROUTING_HEADERS",
 ]
 
-HeaderInput = Union[Mapping[str, str], Iterable[tuple[str, str]], Iterable[list[str]], None]
+HeaderInput = Mapping[str, str] | Iterable[tuple[str, str]] | Iterable[list[str]] | None
 
 PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"

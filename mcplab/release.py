@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .cases import CASES
@@ -406,7 +406,7 @@ def rollback_evidence_problems(
             or not all(isinstance(step, str) and step.strip() for step in steps)
         ):
             problems.append("routeRestoration: must be a non-empty list of non-empty procedure steps")
-    problems.extend(_freshness_problems(evidence, now or datetime.now(timezone.utc)))
+    problems.extend(_freshness_problems(evidence, now or datetime.now(UTC)))
     unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
     problems.extend(f"{path[2:]}: rollback evidence must not carry secrets" for path in redaction_paths(unsigned))
     if "certificate" in evidence:

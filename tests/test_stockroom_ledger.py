@@ -159,3 +159,11 @@ def test_default_db_path_follows_the_environment(tmp_path, monkeypatch):
     assert default_db_path() == tmp_path / "stockroom.sqlite3"
     monkeypatch.delenv("MCPLAB_DATA_DIR")
     assert default_db_path().name == "stockroom.sqlite3"
+
+
+def test_huge_arguments_are_summarised_in_the_trace():
+    room = Stockroom()
+    room.call_tool("read_stock", {"x": "y" * 200_000})
+    stored = room.trace()[-1]["arguments"]
+    assert "over the 65536-byte trace limit" in stored["omitted"] and len(stored["sha256"]) == 64
+    assert room.verify() == []

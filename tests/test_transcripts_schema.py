@@ -15,7 +15,7 @@ import binascii
 import json
 import os
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ ROUTED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # ---------------------------------------------------------------- helpers
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(era: str) -> dict[str, Any]:
     path = SPEC_DIR / SCHEMA_FILES[era]
     if not path.is_file():
@@ -95,7 +95,7 @@ def schema(era: str) -> dict[str, Any]:
     return document
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(era: str, name: str) -> Draft202012Validator:
     defs = schema(era)["$defs"]
     assert name in defs, f"{name} is not a def of the {era} schema"
@@ -110,7 +110,7 @@ def check(era: str, name: str, instance: Any, where: str) -> None:
         pytest.fail("\n".join(lines))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 

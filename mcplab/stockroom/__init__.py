@@ -7,11 +7,11 @@ hash-chained trace), ``gate`` (sealed approval state), ``rules`` (the in-process
 
 from . import catalog, client, gate, ledger, outcome, rules, server
 from .catalog import *  # noqa: F403
+from .client import *  # noqa: F403
 from .gate import *  # noqa: F403
 from .ledger import *  # noqa: F403
 from .outcome import *  # noqa: F403
 from .rules import *  # noqa: F403
-from .client import *  # noqa: F403
 from .server import *  # noqa: F403
 
 __all__ = [name for module in (catalog, ledger, gate, outcome, rules, server, client) for name in module.__all__]

@@ -68,6 +68,7 @@ _DRAFT_ID = {"type": "string", "pattern": "^DR-[0-9]{4,}$", "description": "A dr
 _LINES = {
     "type": "array",
     "minItems": 1,
+    "maxItems": 100,
     "items": {
         "type": "object",
         "properties": {

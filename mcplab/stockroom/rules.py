@@ -10,6 +10,7 @@ approval is a normal result ``{ok: false, error: "mutation_blocked", ledger_vers
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -32,6 +33,8 @@ ERAS = ("modern", "legacy")
 _DRAFT_ID = re.compile(r"DR-[0-9]{4,}")
 _ACTIONS = ("accept", "decline", "cancel")
 _MAX_NOTE = 200
+#: At most this many commit lines (the stockroom has six SKUs; the bound keeps answers small).
+MAX_LINES = 100
 
 
 class _Refusal(Exception):
@@ -55,7 +58,7 @@ def _argument_problems(name: str, arguments: Any) -> list[str]:
         return [f"arguments must be an object, got {type(arguments).__name__}"]
     allowed = {"read_stock": set(), "draft_reorder": set(), "request_approval": {"draft_id"},
                "commit_reorder": {"draft_id", "ledger_version", "lines", "approval"}}[name]
-    problems = [f"unexpected argument {key!r}" for key in arguments if key not in allowed]
+    problems = [f"unexpected argument {key[:40]!r}" for key in arguments if key not in allowed]
     if name in ("request_approval", "commit_reorder"):
         draft_id = arguments.get("draft_id")
         if not isinstance(draft_id, str) or not _DRAFT_ID.fullmatch(draft_id):
@@ -76,6 +79,8 @@ def _argument_problems(name: str, arguments: Any) -> list[str]:
 def _line_problems(lines: Any) -> list[str]:
     if not isinstance(lines, list) or not lines:
         return ["lines must be a non-empty array of {sku, add_on_order}"]
+    if len(lines) > MAX_LINES:
+        return [f"lines may hold at most {MAX_LINES} entries, got {len(lines)}"]
     problems, seen = [], set()
     for index, line in enumerate(lines):
         if not isinstance(line, dict) or set(line) != {"sku", "add_on_order"}:
@@ -115,13 +120,41 @@ def _diff_text(payload: dict[str, Any], diff: list[dict[str, Any]]) -> str:
                       "Payload: " + canonical_json(payload).decode()])
 
 
+#: Limits on what one trace record stores of a caller's arguments: hostile input must not make the
+#: trace unreadable (deep nesting breaks JSON decoders) or unbounded (megabytes per record).
+TRACE_MAX_DEPTH = 32
+TRACE_MAX_BYTES = 64 * 1024
+_MAX_PROBLEMS = 20
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True when ``value`` nests containers deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _trace_safe(value: Any) -> Any:
-    """``value`` if it can be stored as canonical JSON, else a bounded description of it."""
+    """``value`` as the trace stores it: itself when small, plain JSON and shallow; else a bounded summary.
+
+    The summary keeps the size and SHA-256 of the canonical form, so the record still identifies
+    exactly what was sent without storing it.
+    """
+    if _depth_exceeds(value, TRACE_MAX_DEPTH):
+        return {"omitted": f"nested deeper than {TRACE_MAX_DEPTH} levels"}
     try:
-        canonical_json(value)
-        return value
+        text = canonical_json(value)
     except (ValueError, TypeError, RecursionError):
-        return {"unrepresentable": repr(value)[:200]}
+        return {"omitted": f"not JSON ({type(value).__name__})"}
+    if len(text) > TRACE_MAX_BYTES:
+        return {"omitted": f"{len(text)} bytes, over the {TRACE_MAX_BYTES}-byte trace limit",
+                "sha256": hashlib.sha256(text).hexdigest()}
+    return value
 
 
 class Stockroom(StockroomAPI):
@@ -200,7 +233,7 @@ class Stockroom(StockroomAPI):
                            policy=policy)
         problems = _argument_problems(name, arguments)
         if problems:
-            raise _Refusal("invalid_arguments", f"{name}: {problems[0]}", problems=problems)
+            raise _Refusal("invalid_arguments", f"{name}: {problems[0]}", problems=problems[:_MAX_PROBLEMS])
         if spec.name != WRITE_TOOL:
             if input_responses is not None or request_state is not None:
                 raise _Refusal("unexpected_input_responses", f"{name} never asks for input; send no inputResponses or requestState")
