@@ -107,7 +107,11 @@ def _cmd_cases(args: argparse.Namespace) -> int:
 def _db_arg(value: str | None) -> str:
     from .stockroom.ledger import default_db_path
 
-    return value if value else str(default_db_path())
+    if value is None:
+        return str(default_db_path())
+    if not value.strip():
+        raise UsageError("--db needs a path (or ':memory:'); leave it out for the default database")
+    return value
 
 
 def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
@@ -117,17 +121,17 @@ def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be 0..65535, got {args.port}")
     db = _db_arg(args.db)
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C and SIGTERM only set an event: no KeyboardInterrupt can land inside start-up or shutdown.
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
                              admin=False if args.no_admin else None, log_level=args.log_level) as srv:
-            print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
-            try:
+            if not stop.is_set():
+                print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
                 stop.wait()
-            except KeyboardInterrupt:
-                pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     print("mcplab stockroom stopped", file=sys.stderr)
     return 0
 
@@ -136,11 +140,15 @@ def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
     from .stockroom.ledger import Ledger
 
     db = _db_arg(args.db)
+    head = _head_arg(args.head) if args.head else None
     with Ledger(db, create=False) as ledger:
-        records = [record.to_dict() for record in ledger.trace()]
-        problems = ledger.verify() if args.verify else None
+        records, problems = ledger.audit(head)
+    if not (args.verify or head):
+        problems = None
+    newest = f"{records[-1]['seq']}:{records[-1]['hash']}" if records else None
     if args.json:
-        _print_json({"db": db, "records": records, **({"problems": problems} if problems is not None else {})})
+        _print_json({"db": db, "records": records, "head": newest,
+                     **({"problems": problems} if problems is not None else {})})
     else:
         rows = [[str(r["seq"]), r["at"], r["era"], r["tool"], r["decision"], f"v{r['ledger_version']}", r["hash"][:12],
                  _short(r["detail"])] for r in records]
@@ -150,7 +158,46 @@ def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
             for problem in problems:
                 print(f"BROKEN: {problem}")
             print("trace verified: chain intact, ledger agrees" if not problems else f"trace broken: {len(problems)} problems")
+            if newest:
+                print(f"head {newest}  (keep it: '--head {newest}' later proves nothing before it was cut or rewritten)")
     return 1 if problems else 0
+
+
+def _head_arg(value: str) -> tuple[int, str]:
+    seq, _, digest = value.partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise UsageError(f"--head {value!r}: expected SEQ:SHA256 as printed by 'mcplab stockroom trace --verify'")
+    return int(seq), digest
+
+
+def _cmd_stockroom_approvals(args: argparse.Namespace) -> int:
+    from .stockroom.ledger import Ledger
+    from .stockroom.rules import Stockroom
+
+    with Ledger(_db_arg(args.db), create=False) as ledger:
+        pending = Stockroom(ledger).pending_approvals()
+    if args.json:
+        _print_json(pending)
+        return 0
+    rows = [[a["approval_id"], a["draft_id"], f"v{a['ledger_version']}",
+             ", ".join(f"{ln['sku']} +{ln['add_on_order']}" for ln in a["payload"]["lines"])] for a in pending]
+    print(_table(rows, ["APPROVAL", "DRAFT", "LEDGER", "LINES"]))
+    print(f"{len(pending)} approvals waiting (2025-11-25 clients); answer with 'mcplab stockroom approve|reject ID'")
+    return 0
+
+
+def _cmd_stockroom_decide(args: argparse.Namespace) -> int:
+    from .stockroom.ledger import Ledger
+    from .stockroom.rules import Stockroom
+
+    db = _db_arg(args.db)
+    Ledger(db, create=False).close()  # an existing stockroom database, never a new one
+    with Ledger(db) as ledger:
+        answer = Stockroom(ledger).decide_approval(args.approval_id, args.decision)
+    lines = ", ".join(f"{ln['sku']} +{ln['add_on_order']}" for ln in answer["payload"]["lines"])
+    print(f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: {lines}); "
+          "the change applies when the agent retries commit_reorder with this approval_id")
+    return 0
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -177,10 +224,13 @@ def _check_reachable(url: str) -> None:
     import socket
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise UsageError(f"--url {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         socket.create_connection((parts.hostname, port), timeout=5).close()
     except OSError as exc:
@@ -270,6 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", action="store_true", help="print JSON instead of a table")
     trace.add_argument("--verify", action="store_true", help="check the hash chain and the ledger against it")
     trace.set_defaults(func=_cmd_stockroom_trace)
+    trace.add_argument("--head", metavar="SEQ:HASH", help="a head printed by an earlier --verify: it must still be there")
+    approvals = rsub.add_parser("approvals", help="approvals waiting for a person (the 2025-11-25 path)")
+    approvals.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
+    approvals.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    approvals.set_defaults(func=_cmd_stockroom_approvals)
+    for verb, decision, text in (("approve", "accept", "approve a waiting change"), ("reject", "decline", "reject a waiting change")):
+        p = rsub.add_parser(verb, help=f"{text} (out of band: the agent cannot do this itself)")
+        p.add_argument("approval_id", metavar="APPROVAL_ID", help="as listed by 'mcplab stockroom approvals'")
+        p.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
+        p.set_defaults(func=_cmd_stockroom_decide, decision=decision)
     reset = rsub.add_parser("reset", help="restore the seed state (recorded in the trace; the trace is kept)")
     reset.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
     reset.set_defaults(func=_cmd_stockroom_reset)
@@ -302,9 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MCPLabError as exc:
         print(f"mcplab: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
     except OSError as exc:  # e.g. --evidence names a directory or an unwritable place
         where = f" {exc.filename}" if exc.filename else ""
         print(f"mcplab: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
+    except KeyboardInterrupt:
+        print("mcplab: interrupted", file=sys.stderr)
+        return 130

@@ -69,6 +69,9 @@ def test_reset_restores_the_seed_and_records_it(db, capsys):
     (["stockroom", "trace", "--db", "{tmp}"], "is a directory"),
     (["stockroom", "trace", "--db", "{tmp}/junk.db"], "not a usable stockroom database"),
     (["serve", "stockroom", "--port", "70000"], "--port must be 0..65535"),
+    (["stockroom", "trace", "--db", ""], "--db needs a path"),
+    (["stockroom", "trace", "--db", "{tmp}/junk.db", "--head", "3:abc"], "expected SEQ:SHA256"),
+    (["stockroom", "approve", "AP-0123456789ab", "--db", "{tmp}/missing.db"], "no stockroom database"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "junk.db").write_text("not a database" * 100)
@@ -115,3 +118,55 @@ def test_serve_reports_a_port_in_use(tmp_path, capsys):
         port = taken.getsockname()[1]
         assert main(["serve", "stockroom", "--port", str(port), "--db", ":memory:"]) == 2
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_verify_prints_a_head_that_later_anchors_the_trace(db, capsys):
+    assert main(["stockroom", "trace", "--db", str(db), "--verify"]) == 0
+    head = next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("head "))
+    assert main(["stockroom", "trace", "--db", str(db), "--head", head]) == 0
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER trace_no_delete")
+    conn.execute("DELETE FROM trace WHERE seq = ?", (int(head.split(":")[0]),))
+    conn.close()
+    capsys.readouterr()
+    assert main(["stockroom", "trace", "--db", str(db), "--head", head]) == 1
+    assert "history truncated or rewritten" in capsys.readouterr().out
+
+
+def test_out_of_band_approval_from_the_command_line(tmp_path, capsys):
+    path = tmp_path / "stock.sqlite3"
+    agent = Stockroom(path, era="legacy")
+    agent.draft_reorder()
+    approval_id = agent.commit_reorder(RESTOCK).structured["approval_id"]
+    assert main(["stockroom", "approvals", "--db", str(path)]) == 0
+    listing = capsys.readouterr().out
+    assert approval_id in listing and "SR-103 +13" in listing
+    assert main(["stockroom", "approve", approval_id, "--db", str(path)]) == 0
+    assert "accepted" in capsys.readouterr().out
+    assert main(["stockroom", "reject", approval_id, "--db", str(path)]) == 2
+    assert "already answered" in capsys.readouterr().err
+    done = agent.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
+    assert done.structured["ok"] is True and done.structured["ledger_version"] == 2
+
+
+def test_ctrl_c_while_starting_is_a_clean_stop(tmp_path):
+    """SIGINT while the server command is still importing the SDK: no traceback, a clean exit.
+
+    ``-X importtime`` reports each import on stderr as it happens, so the signal is sent exactly
+    when the command starts importing the stockroom server (the slow part of start-up).
+    """
+    env = {**os.environ, "MCPLAB_DATA_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "mcplab", "serve", "stockroom", "--port", "0"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for line in proc.stderr:
+            if "mcplab.stockroom" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "Traceback" not in err
+    assert proc.returncode in (0, 130) and ("stopped" in err or "interrupted" in err)

@@ -160,10 +160,10 @@ def _near_valid_arguments(name: str) -> st.SearchStrategy[Any]:
     draft = st.sampled_from(["DR-0001", "DR-0002", "DR-9999", "DR-0000"]) | odd_strings | scalars
     if name == "request_approval":
         return st.fixed_dictionaries({"draft_id": draft}, optional={"extra": json_values}) | not_objects
-    approval = st.fixed_dictionaries({"token": odd_strings | scalars, "action": st.sampled_from(["accept", "decline", "cancel", "ACCEPT", ""]) | scalars})
+    approval_id = st.sampled_from(["AP-0123456789ab", "AP-", "ap-0123456789ab", "AP-0123456789abc"]) | odd_strings | scalars
     return st.fixed_dictionaries(
         {"draft_id": draft, "ledger_version": st.integers(min_value=-2, max_value=4) | edge_ints | scalars, "lines": line_values},
-        optional={"approval": approval | json_values, "extra": json_values}) | not_objects
+        optional={"approval_id": approval_id | json_values, "approval": json_values, "extra": json_values}) | not_objects
 
 
 input_responses = st.one_of(
@@ -406,13 +406,13 @@ def _same_payload(args: dict[str, Any], payload: dict[str, Any]) -> bool:
 
 
 def _never_genuine(args: dict[str, Any], extra: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
-    """Safety net: a real state or token on its own payload is only ever declined, never accepted."""
-    genuine = (ctx["state"], ctx["token"])
+    """Safety net: the real requestState on its own payload is only ever declined, never accepted.
+
+    (The legacy approval id needs no net: without a person's out-of-band answer it applies nothing.)
+    """
+    genuine = (ctx["state"],)
     if not _same_payload(args, ctx["payload"]):
         return args
-    approval = args.get("approval")
-    if isinstance(approval, dict) and approval.get("token") in genuine and approval.get("action") == "accept":
-        args = {**args, "approval": {**approval, "action": "decline"}}
     responses = extra.get("inputResponses")
     if extra.get("requestState") in genuine and isinstance(responses, dict) and isinstance(responses.get("approval"), dict) \
             and responses["approval"].get("action") == "accept":
@@ -476,7 +476,7 @@ def forged_commits(ctx: dict[str, Any]) -> st.SearchStrategy[Case]:
             state = real_token if era == "modern" else real_state  # a token from the other era's path
             args = draw(other_payloads) if action == "accept" else args
         if era == "legacy":
-            args["approval"] = {"token": state, "action": action}
+            args["approval_id"] = state
             args = _never_genuine(args, {}, ctx)
             if draw(st.booleans()):  # a legacy client that also sends modern MRTR fields
                 return _case_from("forged_commit", *tool_call("commit_reorder", args, era=era, id=draw(ids),
@@ -493,7 +493,7 @@ def forged_commits(ctx: dict[str, Any]) -> st.SearchStrategy[Case]:
         if draw(st.booleans()):
             extra.pop(draw(st.sampled_from(["requestState", "inputResponses"])))
             if "requestState" not in extra and draw(st.booleans()):
-                args["approval"] = {"token": real_token, "action": "accept"}
+                args["approval_id"] = real_token  # a 2026-07-28 client may not use the legacy path
         return _case_from("forged_commit", *tool_call("commit_reorder", _never_genuine(args, extra, ctx), era=era, id=draw(ids), **extra))
 
     return build()
@@ -558,7 +558,7 @@ def live() -> Any:
         ctx["state"] = asked["requestState"]
         body, headers = tool_call("commit_reorder", ctx["payload"], era="legacy")
         asked = client.post(srv.url, content=_dumps(body), headers=headers).json()["result"]
-        ctx["token"] = asked["structuredContent"]["approval_token"]
+        ctx["token"] = asked["structuredContent"]["approval_id"]  # grants nothing: no person answers it here
         ctx["strategy"] = all_cases(ctx)
         yield ctx
 

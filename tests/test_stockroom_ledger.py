@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -167,3 +168,109 @@ def test_huge_arguments_are_summarised_in_the_trace():
     stored = room.trace()[-1]["arguments"]
     assert "over the 65536-byte trace limit" in stored["omitted"] and len(stored["sha256"]) == 64
     assert room.verify() == []
+
+
+def _append_forged(path, **fields):
+    """Append a correctly chained record by hand, as someone with the file could."""
+    from mcplab.stockroom.ledger import _chain_hash
+
+    conn = raw(path)
+    seq, prev = conn.execute("SELECT seq, hash FROM trace ORDER BY seq DESC LIMIT 1").fetchone()
+    body = {"seq": seq + 1, "at": "2026-12-02T00:00:00Z", "era": "modern", "tool": "read_stock", "decision": "allowed",
+            "arguments": {}, "detail": {}, "ledger_version": 1, **fields}
+    conn.execute("INSERT INTO trace VALUES (?,?,?,?,?,?,?,?,?,?)",
+                 (body["seq"], body["at"], body["era"], body["tool"], body["decision"], json.dumps(body["arguments"]),
+                  json.dumps(body["detail"]), body["ledger_version"], prev, _chain_hash(prev, body)))
+    return conn
+
+
+def test_verify_catches_edits_to_fields_no_tool_changes(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    Stockroom(path).close()
+    conn = raw(path)
+    conn.execute("UPDATE items SET on_hand = 0 WHERE sku = 'SR-104'")
+    conn.close()
+    with Ledger(path) as ledger:
+        assert ledger.verify() == ["SR-104: on_hand is 0 but no tool changes it (seed 5)"]
+
+
+def test_verify_rejects_records_outside_the_vocabulary(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    _append_forged(path, tool="read_stock", decision="reset").close()  # a "reset" that no reset wrote
+    with Ledger(path) as ledger:
+        problems = ledger.verify()
+    assert any("decision 'reset' is not one modern record of 'read_stock' can carry" in p for p in problems)
+
+
+def test_a_caller_cannot_name_a_tool_like_an_internal_record():
+    room = Stockroom()
+    for name in ("reset", "approval"):
+        assert room.call_tool(name, {}).error["data"]["error"] == "tool_not_allowed"
+    assert room.verify() == []
+    assert [r["decision"] for r in room.trace()] == ["denied", "denied"]
+
+
+def test_verify_reports_unreadable_rows_instead_of_crashing(tmp_path, capsys):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    conn = raw(path)
+    conn.execute("INSERT INTO trace VALUES (4, 'x', 'modern', 'read_stock', 'allowed', '{not json', '{}', 1, 'p', 'h')")
+    conn.close()
+    _append_forged(path, tool="commit_reorder", decision="approved", detail={"lines": [1]}).close()
+    with Ledger(path) as ledger:
+        problems = ledger.verify()
+    assert any("record 4: arguments or detail are not readable JSON" in p for p in problems)
+    assert any("record 5: an approved commit without valid lines" in p for p in problems)
+    from mcplab.cli import main
+    assert main(["stockroom", "trace", "--db", str(path), "--verify"]) == 1
+    assert "BROKEN" in capsys.readouterr().out
+
+
+def test_an_anchored_head_catches_truncation(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    room = approved_room(path)
+    room.read_stock()
+    head = room.ledger.head()
+    room.close()
+    conn = raw(path)
+    conn.execute("DROP TRIGGER trace_no_delete")
+    conn.execute("DELETE FROM trace WHERE seq = ?", (head[0],))  # the newest record, a read: the chain still links
+    conn.close()
+    with Ledger(path) as ledger:
+        assert ledger.verify() == []  # without an anchor, dropping the tail is invisible
+        assert ledger.verify(head) == [f"anchored record {head[0]}:{head[1][:12]} is missing or changed "
+                                       "(history truncated or rewritten)"]
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_a_foreign_sqlite_file_is_never_adopted(tmp_path, create):
+    path = tmp_path / "gradebook.db"
+    conn = raw(path)
+    conn.execute("CREATE TABLE grades (student TEXT, score REAL)")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match=r"not a stockroom database \(grades\)"):
+        Ledger(path, create=create)
+    assert path.read_bytes() == before
+    assert not (tmp_path / "gradebook.db-wal").exists()
+
+
+def test_reading_never_writes(tmp_path):
+    path = tmp_path / "stock.sqlite3"
+    approved_room(path).close()
+    before = path.read_bytes()
+    with Ledger(path, create=False) as ledger:
+        assert ledger.readonly
+        assert ledger.verify() == [] and ledger.snapshot()["ledger_version"] == 2
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            with ledger.transaction() as tx:
+                tx.reset()
+    assert path.read_bytes() == before
+
+
+def test_an_empty_file_becomes_a_stockroom(tmp_path):
+    path = tmp_path / "new.sqlite3"
+    path.touch()
+    with Ledger(path) as ledger:
+        assert ledger.snapshot()["ledger_version"] == 1

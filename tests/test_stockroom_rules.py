@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcplab.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
-from mcplab.stockroom import SEED_ITEMS, TOOL_NAMES, Stockroom, ToolRefused, open_state
+from mcplab.stockroom import SEED_ITEMS, TOOL_NAMES, ApprovalError, Stockroom, ToolRefused, open_state
 from mcplab.stockroom.catalog import EFFECT_META_KEY, restock_lines
 
 RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
@@ -196,7 +196,8 @@ def test_payload_drift_on_the_retry_is_refused_too(room):
     changed = {**RESTOCK, "lines": [{"sku": "SR-101", "add_on_order": 600}, *RESTOCK["lines"][1:]]}
     outcome = room.call_tool("commit_reorder", changed, input_responses={"approval": {"action": "accept"}},
                              request_state=pending.request_state)
-    assert outcome.error["data"]["error"] in {"invalid_request_state", "payload_drift"}
+    assert outcome.error["data"]["error"] == "invalid_request_state"
+    assert outcome.error["data"]["reason"] == "mismatch"
     assert on_order(room) == [0, 0, 0, 0]
 
 
@@ -207,13 +208,21 @@ def test_line_order_does_not_matter(room):
     assert room.approve(pending).structured["ledger_version"] == 2
 
 
-def test_negative_stockroom_missing_capability():
-    room = Stockroom(client_capabilities={})
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": {"url": {}}}, {"elicitation": True}, {"sampling": {}}])
+def test_negative_stockroom_missing_capability(capabilities):
+    room = Stockroom(client_capabilities=capabilities)
     room.draft_reorder()
     outcome = room.commit_reorder(RESTOCK)
     assert outcome.error["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
-    assert outcome.error["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert outcome.error["data"]["requiredCapabilities"] == {"elicitation": {"form": {}}}
     assert room.read_stock()["ledger_version"] == 1
+
+
+@pytest.mark.parametrize("capabilities", [{"elicitation": {}}, {"elicitation": {"form": {}, "url": {}}}])
+def test_form_elicitation_is_enough(capabilities):
+    room = Stockroom(client_capabilities=capabilities)
+    room.draft_reorder()
+    assert room.commit_reorder(RESTOCK).kind == "input_required"
 
 
 def test_a_reset_voids_approvals_asked_before_it(room):
@@ -221,7 +230,7 @@ def test_a_reset_voids_approvals_asked_before_it(room):
     room.reset()
     room.draft_reorder()  # DR-0001 again, same payload
     late = room.approve(pending)
-    assert late.error["data"]["error"] in {"approval_expired", "invalid_request_state"}
+    assert late.error["data"]["error"] == "approval_expired" and late.error["data"]["reason"] == "reset"
     assert room.read_stock()["ledger_version"] == 1
 
 
@@ -286,35 +295,77 @@ def test_every_call_appends_exactly_one_trace_record(room):
 
 
 class TestLegacyEra:
-    """2025-11-25 has no MRTR: the gate answers an isError result with a sealed approval token."""
+    """2025-11-25 has no MRTR: a person answers out of band; the agent only learns an approval id."""
 
-    def test_restock_approved(self):
-        room = Stockroom(era="legacy")
+    def legacy_pending(self, room):
         room.draft_reorder()
         pending = room.commit_reorder(RESTOCK)
         assert pending.kind == "complete" and pending.is_error and pending.asks_approval
         assert pending.structured["error"] == "approval_required"
+        return pending
+
+    def test_restock_approved(self):
+        room = Stockroom(era="legacy")
+        pending = self.legacy_pending(room)
         assert "0 -> 13" in pending.structured["message"]
         result = room.approve(pending)
         assert result.structured["ok"] is True and on_order(room) == [6, 13, 3, 6]
-        assert commits(room)[-1]["arguments"]["approval"]["token"] == "[REDACTED]"  # tokens never reach the trace
+        assert [(r["tool"], r["decision"]) for r in room.trace() if r["tool"] in ("commit_reorder", "approval")] == [
+            ("commit_reorder", "asked"), ("approval", "accepted"), ("commit_reorder", "approved")]
+        assert room.verify() == []
 
     def test_restock_rejected(self):
         room = Stockroom(era="legacy")
-        room.draft_reorder()
-        result = room.reject(room.commit_reorder(RESTOCK))
+        result = room.reject(self.legacy_pending(room))
         assert result.structured == {"ok": False, "error": "mutation_blocked", "ledger_version": 1}
+        assert commits(room)[-1]["decision"] == "rejected" and commits(room)[-1]["arguments"]["lines"] == RESTOCK["lines"]
 
-    def test_forged_token(self):
+    def test_the_agent_cannot_approve_its_own_write(self):
+        """Nothing the agent sees lets it approve: the retry before a person answered applies nothing."""
         room = Stockroom(era="legacy")
-        room.draft_reorder()
-        outcome = room.call_tool("commit_reorder", {**RESTOCK, "approval": {"token": "v1.e30.x", "action": "accept"}})
-        assert outcome.error["data"]["error"] == "invalid_request_state"
+        pending = self.legacy_pending(room)
+        assert not any(key in pending.structured for key in ("approval_token", "requestState"))
+        retry = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        assert retry.structured["error"] == "approval_pending" and room.read_stock()["ledger_version"] == 1
+        made_up = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": "AP-000000000000"})
+        assert made_up.error["data"]["error"] == "unknown_approval"
         assert room.read_stock()["ledger_version"] == 1
+
+    def test_asking_twice_gives_the_same_approval(self):
+        room = Stockroom(era="legacy")
+        first = self.legacy_pending(room)
+        assert room.commit_reorder(RESTOCK).structured["approval_id"] == first.structured["approval_id"]
+        assert [a["approval_id"] for a in room.pending_approvals()] == [first.structured["approval_id"]]
+
+    def test_an_approval_applies_once(self):
+        room = Stockroom(era="legacy")
+        pending = self.legacy_pending(room)
+        room.approve(pending)
+        replay = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        assert replay.error["data"]["error"] == "approval_already_used"
+        assert room.read_stock()["ledger_version"] == 2
+
+    def test_an_approval_is_for_its_payload_only(self):
+        room = Stockroom(era="legacy")
+        pending = self.legacy_pending(room)
+        room.decide_approval(pending.structured["approval_id"], "accept")
+        other = {**RESTOCK, "lines": RESTOCK["lines"][:2], "approval_id": pending.structured["approval_id"]}
+        assert room.call_tool("commit_reorder", other).error["data"]["error"] == "invalid_request_state"
+        assert room.read_stock()["ledger_version"] == 1
+
+    @pytest.mark.parametrize("action, message", [("maybe", "must be 'accept' or 'decline'"), ("accept", "already answered")])
+    def test_bad_out_of_band_answers(self, action, message):
+        room = Stockroom(era="legacy")
+        approval_id = self.legacy_pending(room).structured["approval_id"]
+        room.decide_approval(approval_id, "decline")
+        with pytest.raises(ApprovalError, match=message):
+            room.decide_approval(approval_id, action)
+        with pytest.raises(ApprovalError, match="no pending approval"):
+            room.decide_approval("AP-ffffffffffff", "accept")
 
     def test_modern_clients_may_not_use_the_legacy_argument(self, room):
         room.draft_reorder()
-        outcome = room.call_tool("commit_reorder", {**RESTOCK, "approval": {"token": "x", "action": "accept"}})
+        outcome = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": "AP-0123456789ab"})
         assert outcome.error["data"]["error"] == "approval_argument_not_allowed"
 
 
@@ -322,3 +373,9 @@ def test_nothing_to_draft_after_restock(room):
     room.approve(pending_commit(room))
     draft = room.draft_reorder()
     assert draft["draft_id"] is None and draft["lines"] == [] and draft["ledger_version"] == 2
+
+
+def test_request_approval_of_a_committed_draft_shows_nothing_pending(room):
+    room.approve(pending_commit(room))
+    shown = room.request_approval("DR-0001")
+    assert shown["status"] == "committed" and shown["diff"] == [] and "already committed" in shown["message"]

@@ -95,20 +95,16 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("commit_reorder", "write", "Commit a reorder",
              "Apply a drafted reorder to the ledger. Stops at the approval gate: the first call answers "
              "input_required with the exact diff; only an accepted retry changes the ledger. 2025-11-25 "
-             "clients, which have no multi-round-trip requests, send the returned approval token back in "
-             "`approval`.",
+             "clients, which have no multi-round-trip requests, get an approval_id that a person answers in the "
+             "stockroom; the retry then carries approval_id.",
              {"type": "object",
               "properties": {
                   "draft_id": _DRAFT_ID,
                   "ledger_version": {"type": "integer", "minimum": 1},
                   "lines": _LINES,
-                  "approval": {
-                      "type": "object",
-                      "description": "2025-11-25 clients only: the approval token and the approver's action.",
-                      "properties": {"token": {"type": "string"},
-                                     "action": {"type": "string", "enum": ["accept", "decline", "cancel"]}},
-                      "required": ["token", "action"],
-                      "additionalProperties": False,
+                  "approval_id": {
+                      "type": "string", "pattern": "^AP-[0-9a-f]{12}$",
+                      "description": "2025-11-25 clients only: the approval a person answered in the stockroom.",
                   },
               },
               "required": ["draft_id", "ledger_version", "lines"],

@@ -23,7 +23,8 @@ from ..requests import build_request
 from ..responses import validate_response
 from ..sse import parse_sse
 from ..versions import LEGACY_VERSION, check_era
-from .outcome import StockroomAPI, ToolOutcome
+from .outcome import StockroomAPI, ToolOutcome, _abbreviate
+from .rules import ApprovalError
 
 __all__ = ["StockroomClient", "StockroomConnectionError"]
 
@@ -33,6 +34,17 @@ _HISTORY = 50
 
 class StockroomConnectionError(MCPLabError):
     """The server could not be reached or answered something that is not MCP; the message says which."""
+
+
+def _sealed_tokens_shortened(exchange: dict[str, Any]) -> dict[str, Any]:
+    """``requestState`` in a history entry shortened: the history is for reading, not for replaying."""
+    for side in ("request", "response"):
+        message = exchange.get(side)
+        holder = message.get("params") if side == "request" and isinstance(message, dict) else (
+            message.get("result") if isinstance(message, dict) else None)
+        if isinstance(holder, dict) and "requestState" in holder:
+            holder["requestState"] = _abbreviate(holder["requestState"])
+    return exchange
 
 
 class StockroomClient(StockroomAPI):
@@ -77,7 +89,7 @@ class StockroomClient(StockroomAPI):
         except httpx.HTTPError as exc:
             raise StockroomConnectionError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
         response = self._response_of(reply)
-        self.history.append(redact({"request": body, "status": reply.status_code, "response": response}))
+        self.history.append(_sealed_tokens_shortened(redact({"request": body, "status": reply.status_code, "response": response})))
         try:
             validate_response(response, body, status=reply.status_code, headers=list(reply.headers.items()), era=self.era)
         except ProtocolViolation as violation:
@@ -137,13 +149,15 @@ class StockroomClient(StockroomAPI):
         return outcome
 
     # admin routes (course conveniences, not MCP) ----------------------------------------------
-    def _admin(self, method: str, path: str) -> Any:
+    def _admin(self, method: str, path: str, json: Any = None) -> Any:
         try:
-            reply = self._http.request(method, self.base_url + path)
+            reply = self._http.request(method, self.base_url + path, json=json)
         except httpx.HTTPError as exc:
             raise StockroomConnectionError(f"{self.base_url}{path}: {exc}") from None
         if reply.status_code == 404:
             raise StockroomConnectionError(f"{self.base_url}{path}: this server has no admin routes (started with admin off)")
+        if reply.status_code == 409:
+            raise ApprovalError(reply.json().get("error", "approval refused"))
         if reply.status_code != 200:
             raise StockroomConnectionError(f"{self.base_url}{path}: HTTP {reply.status_code}")
         try:
@@ -154,12 +168,18 @@ class StockroomClient(StockroomAPI):
     def snapshot(self) -> dict[str, Any]:
         return self._admin("GET", "/stockroom/ledger")
 
+    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
+        return self._admin("POST", f"/stockroom/approvals/{approval_id}", json={"action": action})
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return self._admin("GET", "/stockroom/approvals")
+
     def reset(self) -> dict[str, Any]:
-        return self._admin("POST", "/stockroom/reset")
+        return self._admin("POST", "/stockroom/reset", json={})
 
-    def trace(self) -> list[dict[str, Any]]:
-        return self._admin("GET", "/stockroom/trace")["records"]
-
-    def verify(self) -> list[str]:
-        return self._admin("GET", "/stockroom/trace")["problems"]
+    def audit(self) -> tuple[list[dict[str, Any]], list[str]]:
+        answer = self._admin("GET", "/stockroom/trace")
+        if not isinstance(answer, dict) or not isinstance(answer.get("records"), list):
+            raise StockroomConnectionError(f"{self.base_url}/stockroom/trace: not a stockroom trace")
+        return answer["records"], answer.get("problems", [])
 

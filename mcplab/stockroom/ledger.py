@@ -28,7 +28,8 @@ from ..evidence import canonical_json
 from ..redaction import redact
 from .catalog import SEED_ITEMS, SEED_LEDGER_VERSION
 
-__all__ = ["Ledger", "LedgerError", "TraceRecord", "GENESIS_HASH", "MEMORY", "default_db_path"]
+__all__ = ["Ledger", "LedgerError", "TraceRecord", "GENESIS_HASH", "MEMORY", "DECISIONS_BY_TOOL", "LOCAL_DECISIONS",
+           "default_db_path"]
 
 MEMORY = ":memory:"
 #: ``prev_hash`` of the first trace record.
@@ -44,6 +45,9 @@ CREATE TABLE IF NOT EXISTS drafts (
     draft_id TEXT PRIMARY KEY, epoch TEXT NOT NULL, ledger_version INTEGER NOT NULL,
     lines TEXT NOT NULL, status TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS used_approvals (nonce TEXT PRIMARY KEY, trace_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS approvals (
+    approval_id TEXT PRIMARY KEY, epoch TEXT NOT NULL, draft_id TEXT NOT NULL, digest TEXT NOT NULL,
+    ledger_version INTEGER NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL, expires INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS trace (
     seq INTEGER PRIMARY KEY, at TEXT NOT NULL, era TEXT NOT NULL, tool TEXT NOT NULL,
     decision TEXT NOT NULL, arguments TEXT NOT NULL, detail TEXT NOT NULL,
@@ -124,14 +128,21 @@ class Ledger:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise LedgerError(f"{self.path}: cannot create its directory ({exc.strerror or exc})") from None
+        #: ``create=False`` opens read-only: inspecting a file never changes it (no pragma, no tables).
+        self.readonly = not create and self.path != MEMORY
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
-            if self.path != MEMORY:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            with self.transaction() as tx:
-                tx.executescript_schema()
+            if self.readonly:
+                uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+                self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
+            else:
+                self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+            _check_is_stockroom(self._conn, allow_empty=not self.readonly)
+            if not self.readonly:
+                if self.path != MEMORY:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                with self.transaction() as tx:
+                    tx.executescript_schema()
         except sqlite3.Error as exc:
             if hasattr(self, "_conn"):
                 self._conn.close()
@@ -152,13 +163,14 @@ class Ledger:
     def transaction(self) -> Iterator[_Tx]:
         """One atomic unit of work; rolled back whole on any exception."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("BEGIN" if self.readonly else "BEGIN IMMEDIATE")
             try:
                 yield _Tx(self._conn, self._clock)
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     # -- read-only conveniences ------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -170,15 +182,33 @@ class Ledger:
         with self.transaction() as tx:
             return tx.trace()
 
-    def verify(self) -> list[str]:
-        """Problems with the trace chain and the ledger's agreement with it; empty when all is well.
+    def verify(self, head: tuple[int, str] | None = None) -> list[str]:
+        """Problems with the trace and the ledger's agreement with it; empty when all is well.
 
-        Checks every record's ``prev_hash`` link and recomputed hash, then replays the trace from
-        the last reset: the ledger version must be the seed version plus the approved commits, and
-        every item's ``on_order`` the seed plus the approved lines.
+        Checks each record's ``prev_hash`` link, recomputed hash and vocabulary (which tool may
+        record which decision), then replays the trace from the last reset: the ledger version must
+        be the seed version plus the approved commits, every item's ``on_order`` the seed plus the
+        approved lines, and the fields no tool changes (name, on_hand, reorder point, par) the seed.
+        ``head=(seq, hash)`` is a record remembered earlier (see :meth:`head`): it must still be
+        there, unchanged, which catches truncation and rewritten history.
+
+        What this proves: the chain has no key, so a writer with the database file could rebuild
+        it; anchoring the head outside the file (a log, a notebook, a commit) is what makes earlier
+        history tamper-evident against that writer.
         """
         with self.transaction() as tx:
-            return tx.verify()
+            return tx.verify(head)
+
+    def audit(self, head: tuple[int, str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+        """Every record (as dicts) and :meth:`verify`'s problems, from one consistent read."""
+        with self.transaction() as tx:
+            return [record.to_dict() for record in tx.trace()], tx.verify(head)
+
+    def head(self) -> tuple[int, str] | None:
+        """``(seq, hash)`` of the newest record: remember it to anchor a later :meth:`verify`."""
+        with self.transaction() as tx:
+            records = tx.trace()
+        return (records[-1].seq, records[-1].hash) if records else None
 
 
 class _Tx:
@@ -239,6 +269,7 @@ class _Tx:
     def _restore_seed(self) -> None:
         self._conn.execute("DELETE FROM items")
         self._conn.execute("DELETE FROM drafts")
+        self._conn.execute("DELETE FROM approvals")
         self._conn.executemany(
             "INSERT INTO items(position, sku, name, on_hand, on_order, reorder_point, par) VALUES(?,?,?,?,?,?,?)",
             [(i, it["sku"], it["name"], it["on_hand"], it["on_order"], it["reorder_point"], it["par"])
@@ -284,6 +315,42 @@ class _Tx:
     def use_approval(self, nonce: str, trace_seq: int) -> None:
         self._conn.execute("INSERT INTO used_approvals(nonce, trace_seq) VALUES(?, ?)", (nonce, trace_seq))
 
+    # out-of-band approvals (the 2025-11-25 path): pending -> accepted | declined -> closed
+    def create_approval(self, *, draft_id: str, digest: str, ledger_version: int, payload: dict[str, Any],
+                        expires: int) -> str:
+        approval_id = f"AP-{secrets.token_hex(6)}"
+        self._conn.execute(
+            "INSERT INTO approvals(approval_id, epoch, draft_id, digest, ledger_version, payload, status, expires) "
+            "VALUES(?,?,?,?,?,?, 'pending', ?)",
+            (approval_id, self.epoch(), draft_id, digest, ledger_version, canonical_json(payload).decode(), expires))
+        return approval_id
+
+    def find_approval(self, approval_id: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT approval_id, epoch, draft_id, digest, ledger_version, payload, status, expires FROM approvals "
+            "WHERE approval_id = ?", (approval_id,)).fetchone()
+        if row is None:
+            return None
+        keys = ("approval_id", "epoch", "draft_id", "digest", "ledger_version", "payload", "status", "expires")
+        approval = dict(zip(keys, row))
+        approval["payload"] = json.loads(approval["payload"])
+        return approval
+
+    def pending_approval_for(self, digest: str, now: float) -> str | None:
+        row = self._conn.execute(
+            "SELECT approval_id FROM approvals WHERE epoch = ? AND digest = ? AND status = 'pending' AND expires >= ? "
+            "ORDER BY rowid DESC LIMIT 1", (self.epoch(), digest, int(now))).fetchone()
+        return None if row is None else row[0]
+
+    def pending_approvals(self, now: float) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT approval_id FROM approvals WHERE epoch = ? AND status = 'pending' AND expires >= ? ORDER BY rowid",
+            (self.epoch(), int(now))).fetchall()
+        return [approval for (approval_id,) in rows if (approval := self.find_approval(approval_id)) is not None]
+
+    def set_approval_status(self, approval_id: str, status: str) -> None:
+        self._conn.execute("UPDATE approvals SET status = ? WHERE approval_id = ?", (status, approval_id))
+
     # trace
     def append(self, *, era: str, tool: str, decision: str, arguments: Any, detail: Any) -> TraceRecord:
         """Append one record (arguments and detail redacted first) chained to the last one."""
@@ -304,10 +371,10 @@ class _Tx:
         rows = self._conn.execute(
             "SELECT seq, at, era, tool, decision, arguments, detail, ledger_version, prev_hash, hash FROM trace ORDER BY seq"
         ).fetchall()
-        return [TraceRecord(seq=r[0], at=r[1], era=r[2], tool=r[3], decision=r[4], arguments=json.loads(r[5]),
-                            detail=json.loads(r[6]), ledger_version=r[7], prev_hash=r[8], hash=r[9]) for r in rows]
+        return [TraceRecord(seq=r[0], at=r[1], era=r[2], tool=r[3], decision=r[4], arguments=_loads(r[5]),
+                            detail=_loads(r[6]), ledger_version=r[7], prev_hash=r[8], hash=r[9]) for r in rows]
 
-    def verify(self) -> list[str]:
+    def verify(self, head: tuple[int, str] | None = None) -> list[str]:
         problems: list[str] = []
         prev = GENESIS_HASH
         records = self.trace()
@@ -316,9 +383,21 @@ class _Tx:
                 problems.append(f"record {record.seq}: expected sequence number {index} (a record is missing)")
             if record.prev_hash != prev:
                 problems.append(f"record {record.seq}: prev_hash does not match the hash of the record before it")
-            if _chain_hash(record.prev_hash, record.body()) != record.hash:
-                problems.append(f"record {record.seq}: hash does not match its contents (the record was changed)")
+            if isinstance(record.arguments, _Unreadable) or isinstance(record.detail, _Unreadable):
+                problems.append(f"record {record.seq}: arguments or detail are not readable JSON")
+            else:
+                try:
+                    intact = _chain_hash(str(record.prev_hash), record.body()) == record.hash
+                except (ValueError, TypeError):
+                    intact = False
+                if not intact:
+                    problems.append(f"record {record.seq}: hash does not match its contents (the record was changed)")
+            problems.extend(f"record {record.seq}: {p}" for p in _vocabulary_problems(record))
             prev = record.hash
+        if head is not None:
+            seq, digest = head
+            if not any(record.seq == seq and record.hash == digest for record in records):
+                problems.append(f"anchored record {seq}:{digest[:12]} is missing or changed (history truncated or rewritten)")
         problems.extend(self._replay_problems(records))
         return problems
 
@@ -326,21 +405,88 @@ class _Tx:
         """Compare the ledger with the seed plus the approved commits since the last reset."""
         since_reset = records
         for index in range(len(records) - 1, -1, -1):
-            if records[index].decision == "reset":
+            if records[index].era == "local" and records[index].decision == "reset":
                 since_reset = records[index + 1:]
                 break
-        expected = {item["sku"]: item["on_order"] for item in SEED_ITEMS}
+        seed = {item["sku"]: item for item in SEED_ITEMS}
+        expected = {sku: item["on_order"] for sku, item in seed.items()}
         version = SEED_LEDGER_VERSION
-        for record in since_reset:
-            if record.decision == "approved":
-                version += 1
-                for line in record.detail.get("lines", []) if isinstance(record.detail, dict) else []:
-                    expected[line["sku"]] = expected.get(line["sku"], 0) + line["add_on_order"]
         problems = []
+        for record in since_reset:
+            if record.decision != "approved":
+                continue
+            version += 1
+            lines = record.detail.get("lines") if isinstance(record.detail, dict) else None
+            if not _valid_lines(lines, seed):
+                problems.append(f"record {record.seq}: an approved commit without valid lines")
+                continue
+            for line in lines:
+                expected[line["sku"]] += line["add_on_order"]
         if self.ledger_version() != version:
             problems.append(f"ledger version is {self.ledger_version()} but the trace accounts for {version}")
-        actual = {item["sku"]: item["on_order"] for item in self.items()}
+        actual = {item["sku"]: item for item in self.items()}
         for sku in sorted(set(expected) | set(actual)):
-            if expected.get(sku) != actual.get(sku):
-                problems.append(f"{sku}: on_order is {actual.get(sku)} but the trace accounts for {expected.get(sku)}")
+            item = actual.get(sku)
+            if item is None or sku not in seed:
+                problems.append(f"{sku}: {'missing from' if item is None else 'not in'} the seed stock the trace accounts for")
+                continue
+            if item["on_order"] != expected[sku]:
+                problems.append(f"{sku}: on_order is {item['on_order']} but the trace accounts for {expected[sku]}")
+            for field in ("name", "on_hand", "reorder_point", "par"):
+                if item[field] != seed[sku][field]:
+                    problems.append(f"{sku}: {field} is {item[field]!r} but no tool changes it (seed {seed[sku][field]!r})")
         return problems
+
+
+class _Unreadable(str):
+    """A stored JSON column that does not parse (kept as text so verify can report it)."""
+
+
+def _loads(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return _Unreadable(str(text)[:200])
+
+
+#: Which decision each record may carry. Records the stockroom writes itself (era ``local``: resets
+#: and out-of-band approval answers) have their own names; a caller's tool name can never be one.
+LOCAL_DECISIONS: dict[str, frozenset[str]] = {
+    "reset": frozenset({"reset"}),
+    "approval": frozenset({"accepted", "declined"}),
+}
+DECISIONS_BY_TOOL: dict[str, frozenset[str]] = {
+    "commit_reorder": frozenset({"asked", "approved", "rejected", "refused"}),
+}
+_OTHER_TOOL_DECISIONS = frozenset({"allowed", "refused", "denied"})
+
+
+def _vocabulary_problems(record: TraceRecord) -> list[str]:
+    if record.era == "local":
+        allowed = LOCAL_DECISIONS.get(record.tool, frozenset())
+    elif record.era in ("modern", "legacy"):
+        allowed = DECISIONS_BY_TOOL.get(record.tool, _OTHER_TOOL_DECISIONS)
+    else:
+        return [f"era {record.era!r} is not one the stockroom records"]
+    if record.decision not in allowed:
+        return [f"decision {record.decision!r} is not one {record.era} record of {record.tool!r} can carry"]
+    return []
+
+
+def _valid_lines(lines: Any, seed: dict[str, Any]) -> bool:
+    return isinstance(lines, list) and bool(lines) and all(
+        isinstance(line, dict) and line.get("sku") in seed and isinstance(line.get("add_on_order"), int)
+        and not isinstance(line.get("add_on_order"), bool) and line["add_on_order"] > 0 for line in lines)
+
+
+def _check_is_stockroom(conn: sqlite3.Connection, *, allow_empty: bool) -> None:
+    """Refuse a SQLite file that is not a stockroom database before anything is written to it."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables and allow_empty:
+        return
+    schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() if "meta" in tables else None
+    if schema is None:
+        found = ", ".join(sorted(tables)[:5]) or "no tables"
+        raise sqlite3.DatabaseError(f"not a stockroom database ({found})")
+    if schema[0] != _SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(f"schema version {schema[0]!r}, expected {_SCHEMA_VERSION!r}")

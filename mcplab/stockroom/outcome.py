@@ -20,7 +20,8 @@ __all__ = ["ToolOutcome", "ToolRefused", "StockroomAPI", "APPROVAL_KEY", "LEGACY
 
 #: The ``inputRequests`` key under which ``commit_reorder`` asks for approval.
 APPROVAL_KEY = "approval"
-#: The structured error a 2025-11-25 client gets instead of ``input_required``.
+#: The structured error a 2025-11-25 client gets instead of ``input_required`` (with an ``approval_id``
+#: that a person answers out of band; the id grants nothing to whoever holds it).
 LEGACY_APPROVAL_ERROR = "approval_required"
 
 
@@ -54,7 +55,8 @@ class ToolOutcome:
         """True when the gate is waiting for an approver (either era's form)."""
         if self.kind == "input_required":
             return True
-        return bool(self.is_error and self.structured and self.structured.get("error") == LEGACY_APPROVAL_ERROR)
+        return bool(self.is_error and self.structured
+                    and self.structured.get("error") in (LEGACY_APPROVAL_ERROR, "approval_pending"))
 
     @property
     def approval_details(self) -> dict[str, Any]:
@@ -85,10 +87,7 @@ class ToolOutcome:
             out["inputRequests"] = self.input_requests
             out["requestState"] = _abbreviate(self.request_state)
         else:
-            structured = self.structured
-            if isinstance(structured, dict) and "approval_token" in structured:
-                structured = {**structured, "approval_token": _abbreviate(structured["approval_token"])}
-            out["structured"] = structured
+            out["structured"] = self.structured
             out["isError"] = self.is_error
         return out
 
@@ -121,12 +120,20 @@ class StockroomAPI(ABC):
         """``{ledger_version, items}`` for display: an observation, not a tool call, so it leaves no trace record."""
 
     @abstractmethod
-    def trace(self) -> list[dict[str, Any]]:
-        """Every trace record, oldest first, as dictionaries."""
+    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
+        """A person's out-of-band answer (``accept``/``decline``) to a pending 2025-11-25 approval."""
 
     @abstractmethod
+    def audit(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Every trace record (oldest first, as dictionaries) and the problems verification finds, read together."""
+
+    def trace(self) -> list[dict[str, Any]]:
+        """Every trace record, oldest first, as dictionaries."""
+        return self.audit()[0]
+
     def verify(self) -> list[str]:
         """Problems found in the trace chain or the ledger; empty when intact."""
+        return self.audit()[1]
 
     # scenario calls -------------------------------------------------------------------
     def read_stock(self) -> dict[str, Any]:
@@ -152,8 +159,10 @@ class StockroomAPI(ABC):
                 response["content"] = {"note": note} if note else {}
             return self.call_tool(pending.tool, pending.arguments, input_responses={APPROVAL_KEY: response},
                                   request_state=pending.request_state)
-        token = (pending.structured or {}).get("approval_token")
-        return self.call_tool(pending.tool, {**pending.arguments, "approval": {"token": token, "action": action}})
+        # 2025-11-25: the person answers out of band (never through the agent), then the agent retries
+        approval_id = (pending.structured or {}).get("approval_id")
+        self.decide_approval(approval_id, "accept" if action == "accept" else "decline")
+        return self.call_tool(pending.tool, {**pending.arguments, "approval_id": approval_id})
 
     def approve(self, pending: ToolOutcome, note: str | None = None) -> ToolOutcome:
         return self.answer(pending, "accept", note)

@@ -17,20 +17,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+from ..errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, MCPLabError
 from ..evidence import canonical_json
-from ..requests import missing_capabilities
 from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines
-from .gate import StateRejected, open_state, payload_digest, seal_state
+from .gate import APPROVAL_TTL_SECONDS, StateRejected, open_state, payload_digest, seal_state
 from .ledger import MEMORY, Ledger
 from .outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
 
-__all__ = ["Stockroom", "REQUIRED_CAPABILITIES", "ERAS"]
+__all__ = ["Stockroom", "ApprovalError", "REQUIRED_CAPABILITIES", "ERAS", "TRACE_MAX_DEPTH", "TRACE_MAX_BYTES", "MAX_LINES"]
 
 #: What a 2026-07-28 client must declare to use the write tool: it has to be able to answer a form.
-REQUIRED_CAPABILITIES = {"elicitation": {}}
+REQUIRED_CAPABILITIES = {"elicitation": {"form": {}}}
+
+
+def _can_answer_forms(capabilities: Any) -> bool:
+    """Form elicitation declared: ``elicitation: {}`` (the spec's default mode) or with a ``form`` key."""
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    return isinstance(elicitation, dict) and (not elicitation or isinstance(elicitation.get("form"), dict))
+
+
+class ApprovalError(MCPLabError):
+    """An out-of-band approval answer that cannot be taken (unknown, already answered, expired)."""
 ERAS = ("modern", "legacy")
 _DRAFT_ID = re.compile(r"DR-[0-9]{4,}")
+_APPROVAL_ID = re.compile(r"AP-[0-9a-f]{12}")
 _ACTIONS = ("accept", "decline", "cancel")
 _MAX_NOTE = 200
 #: At most this many commit lines (the stockroom has six SKUs; the bound keeps answers small).
@@ -57,7 +67,7 @@ def _argument_problems(name: str, arguments: Any) -> list[str]:
     if not isinstance(arguments, dict):
         return [f"arguments must be an object, got {type(arguments).__name__}"]
     allowed = {"read_stock": set(), "draft_reorder": set(), "request_approval": {"draft_id"},
-               "commit_reorder": {"draft_id", "ledger_version", "lines", "approval"}}[name]
+               "commit_reorder": {"draft_id", "ledger_version", "lines", "approval_id"}}[name]
     problems = [f"unexpected argument {key[:40]!r}" for key in arguments if key not in allowed]
     if name in ("request_approval", "commit_reorder"):
         draft_id = arguments.get("draft_id")
@@ -68,11 +78,9 @@ def _argument_problems(name: str, arguments: Any) -> list[str]:
         if not _is_int(version) or version < 1:
             problems.append("ledger_version must be an integer >= 1")
         problems.extend(_line_problems(arguments.get("lines")))
-        if "approval" in arguments:
-            approval = arguments["approval"]
-            if (not isinstance(approval, dict) or set(approval) != {"token", "action"}
-                    or not isinstance(approval.get("token"), str) or approval.get("action") not in _ACTIONS):
-                problems.append("approval must be {token: <approval_token>, action: accept|decline|cancel}")
+        if "approval_id" in arguments and not (isinstance(arguments["approval_id"], str)
+                                               and _APPROVAL_ID.fullmatch(arguments["approval_id"])):
+            problems.append("approval_id must be the id the server gave, such as 'AP-0123456789ab'")
     return problems
 
 
@@ -190,8 +198,12 @@ class Stockroom(StockroomAPI):
     def trace(self) -> list[dict[str, Any]]:
         return [record.to_dict() for record in self.ledger.trace()]
 
-    def verify(self) -> list[str]:
-        return self.ledger.verify()
+    def verify(self, head: tuple[int, str] | None = None) -> list[str]:
+        return self.ledger.verify(head)
+
+    def audit(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The trace and its verification from one consistent read."""
+        return self.ledger.audit()
 
     @staticmethod
     def tools() -> list[dict[str, Any]]:
@@ -258,8 +270,11 @@ class Stockroom(StockroomAPI):
     def _request_approval(self, tx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
         draft = self._draft(tx, arguments["draft_id"])
         payload = {"draft_id": draft["draft_id"], "ledger_version": draft["ledger_version"], "lines": draft["lines"]}
-        return {"draft_id": draft["draft_id"], "status": draft["status"], "ledger_version": draft["ledger_version"],
-                "current_ledger_version": tx.ledger_version(), "payload": payload, "diff": _diff(tx.items(), draft["lines"])}
+        answer = {"draft_id": draft["draft_id"], "status": draft["status"], "ledger_version": draft["ledger_version"],
+                  "current_ledger_version": tx.ledger_version(), "payload": payload}
+        if draft["status"] != "open":  # a diff against today's ledger would show the change twice
+            return {**answer, "diff": [], "message": f"{draft['draft_id']} is already committed; nothing is pending"}
+        return {**answer, "diff": _diff(tx.items(), draft["lines"])}
 
     @staticmethod
     def _draft(tx: Any, draft_id: str) -> dict[str, Any]:
@@ -290,12 +305,12 @@ class Stockroom(StockroomAPI):
         arguments = outcome.arguments
         payload = _payload(arguments)
         if era == "modern":
-            missing = missing_capabilities(capabilities, REQUIRED_CAPABILITIES)
-            if missing:
-                raise _Refusal("missing_capability", "commit_reorder asks the user for approval: declare the "
-                               "elicitation capability", code=MISSING_REQUIRED_CLIENT_CAPABILITY, requiredCapabilities=missing)
-            if "approval" in arguments:
-                raise _Refusal("approval_argument_not_allowed", "the approval argument is for 2025-11-25 clients; "
+            if not _can_answer_forms(capabilities):
+                raise _Refusal("missing_capability", "commit_reorder asks the user for approval in an elicitation form: "
+                               "declare the elicitation capability (form mode)", code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                               requiredCapabilities=REQUIRED_CAPABILITIES)
+            if "approval_id" in arguments:
+                raise _Refusal("approval_argument_not_allowed", "approval_id is for 2025-11-25 clients; "
                                "answer the elicitation with inputResponses")
             if input_responses is None and request_state is None:
                 return self._ask(tx, outcome, payload)
@@ -307,11 +322,10 @@ class Stockroom(StockroomAPI):
                                f"inputResponses.{APPROVAL_KEY} must be an elicitation result with action accept|decline|cancel")
             return self._decide_approval(tx, outcome, payload, request_state, response["action"], response.get("content"))
         if input_responses is not None or request_state is not None:
-            raise _Refusal("unexpected_input_responses", "2025-11-25 has no multi-round-trip requests; use the approval argument")
-        approval = arguments.get("approval")
-        if approval is None:
-            return self._ask(tx, outcome, payload)
-        return self._decide_approval(tx, outcome, payload, approval["token"], approval["action"], None)
+            raise _Refusal("unexpected_input_responses", "2025-11-25 has no multi-round-trip requests")
+        if "approval_id" not in arguments:
+            return self._ask_out_of_band(tx, outcome, payload)
+        return self._settle_out_of_band(tx, outcome, payload, arguments["approval_id"])
 
     def _ask(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._check_payload(tx, payload)
@@ -319,21 +333,89 @@ class Stockroom(StockroomAPI):
         state, _claims = seal_state(tx.secret(), tool=WRITE_TOOL, draft_id=payload["draft_id"], digest=digest,
                                     ledger_version=payload["ledger_version"], epoch=tx.epoch(), now=self._now)
         diff = _diff(tx.items(), payload["lines"])
-        message = _diff_text(payload, diff)
-        if outcome.era == "modern":
-            outcome.kind = "input_required"
-            outcome.input_requests = {APPROVAL_KEY: {"method": "elicitation/create", "params": {
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {"type": "object", "properties": {
-                    "note": {"type": "string", "title": "Note for the trace", "maxLength": _MAX_NOTE}}},
-            }}}
-            outcome.request_state = state
-        else:
-            outcome.is_error = True
-            outcome.structured = {"ok": False, "error": LEGACY_APPROVAL_ERROR, "message": message, "payload": payload,
-                                  "diff": diff, "approval_token": state}
+        outcome.kind = "input_required"
+        outcome.input_requests = {APPROVAL_KEY: {"method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": _diff_text(payload, diff),
+            "requestedSchema": {"type": "object", "properties": {
+                "note": {"type": "string", "title": "Note for the trace", "maxLength": _MAX_NOTE}}},
+        }}}
+        outcome.request_state = state
         return "asked", {"draft_id": payload["draft_id"], "digest": digest, "diff": diff}
+
+    # the 2025-11-25 path: a person answers out of band, the agent's retry applies ------------------
+    def _ask_out_of_band(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self._check_payload(tx, payload)
+        digest = payload_digest(payload)
+        approval_id = tx.pending_approval_for(digest, self._now()) or tx.create_approval(
+            draft_id=payload["draft_id"], digest=digest, ledger_version=payload["ledger_version"], payload=payload,
+            expires=int(self._now()) + APPROVAL_TTL_SECONDS)
+        diff = _diff(tx.items(), payload["lines"])
+        outcome.is_error = True
+        outcome.structured = {
+            "ok": False, "error": LEGACY_APPROVAL_ERROR, "approval_id": approval_id,
+            "message": _diff_text(payload, diff) + f"\nA person approves or rejects {approval_id} in the stockroom "
+                       f"(circuit panel, or 'mcplab stockroom approve {approval_id}'); then call commit_reorder again "
+                       f"with the same arguments and approval_id.",
+            "payload": payload, "diff": diff,
+        }
+        return "asked", {"draft_id": payload["draft_id"], "digest": digest, "approval_id": approval_id, "diff": diff}
+
+    def _settle_out_of_band(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any],
+                            approval_id: str) -> tuple[str, dict[str, Any]]:
+        approval = tx.find_approval(approval_id)
+        if approval is None:
+            raise _Refusal("unknown_approval", f"no approval {approval_id} was asked here", approval_id=approval_id)
+        if approval["epoch"] != tx.epoch():
+            raise _Refusal("approval_expired", "the stockroom was reset after this approval was asked", reason="reset")
+        if approval["digest"] != payload_digest(payload):
+            raise _Refusal("invalid_request_state", f"{approval_id} approves a different payload; repeat the original "
+                           "arguments exactly", reason="mismatch")
+        status = approval["status"]
+        if status == "closed":
+            raise _Refusal("approval_already_used", "this approval was already used; it applies at most once",
+                           draft_id=payload["draft_id"])
+        if status == "pending":
+            if approval["expires"] < self._now():
+                raise _Refusal("approval_expired", "nobody answered in time; call commit_reorder again", reason="expired")
+            outcome.is_error = True
+            outcome.structured = {"ok": False, "error": "approval_pending", "approval_id": approval_id,
+                                  "message": f"{approval_id} is still waiting for a person to approve or reject it"}
+            return "asked", {"draft_id": payload["draft_id"], "approval_id": approval_id, "waiting": True}
+        tx.set_approval_status(approval_id, "closed")
+        detail: dict[str, Any] = {"draft_id": payload["draft_id"], "approval_id": approval_id}
+        if status == "declined":
+            outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": tx.ledger_version()}
+            return "rejected", {**detail, "action": "decline", "payload": payload}
+        return self._apply(tx, outcome, payload, {**detail, "action": "accept"})
+
+    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
+        """A person's answer to a pending 2025-11-25 approval (``accept``/``decline``), given out of band.
+
+        Recorded in the trace (``accepted``/``declined``); the ledger changes only when the agent
+        retries ``commit_reorder`` with the ``approval_id``. Raises :class:`ApprovalError`.
+        """
+        if action not in ("accept", "decline"):
+            raise ApprovalError(f"action must be 'accept' or 'decline', got {action!r}")
+        with self.ledger.transaction() as tx:
+            approval = tx.find_approval(approval_id) if isinstance(approval_id, str) else None
+            if approval is None or approval["epoch"] != tx.epoch():
+                raise ApprovalError(f"no pending approval {approval_id!r} (see 'mcplab stockroom approvals')")
+            if approval["status"] != "pending":
+                raise ApprovalError(f"{approval_id} was already answered ({approval['status']})")
+            if approval["expires"] < self._now():
+                raise ApprovalError(f"{approval_id} expired; the agent has to ask again")
+            status = "accepted" if action == "accept" else "declined"
+            tx.set_approval_status(approval_id, status)
+            tx.append(era="local", tool="approval", decision=status, arguments={"approval_id": approval_id, "action": action},
+                      detail={"draft_id": approval["draft_id"], "digest": approval["digest"]})
+        return {"approval_id": approval_id, "status": status, "payload": approval["payload"]}
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """Approvals waiting for a person (2025-11-25 path), oldest first."""
+        with self.ledger.transaction() as tx:
+            return [{k: a[k] for k in ("approval_id", "draft_id", "ledger_version", "payload", "expires")}
+                    for a in tx.pending_approvals(self._now())]
 
     def _decide_approval(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any], state: str, action: str,
                          content: Any) -> tuple[str, dict[str, Any]]:
@@ -358,6 +440,11 @@ class Stockroom(StockroomAPI):
             version = tx.ledger_version()
             outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": version}
             return "rejected", {**detail, "payload": payload}
+        return self._apply(tx, outcome, payload, detail)
+
+    def _apply(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any],
+               detail: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Re-check the payload against the ledger now, then apply it (the only ledger write there is)."""
         self._check_payload(tx, payload)
         before = {item["sku"]: item["on_order"] for item in tx.items()}
         version = tx.add_on_order(payload["lines"])

@@ -5,8 +5,10 @@ arguments, era (from the negotiated protocol version), the client's declared cap
 the MRTR fields to :class:`~mcplab.stockroom.rules.Stockroom` and maps its outcome onto the wire
 (a result, ``InputRequiredResult``, or ``MCPError`` with data). One stateless ``/mcp`` route
 serves 2026-07-28 and 2025-11-25. Course conveniences that are not MCP live beside it:
-``GET /stockroom/trace``, ``GET /stockroom/ledger`` and ``POST /stockroom/reset`` (``admin=False``
-removes them; by default they exist only on loopback hosts).
+``GET /stockroom/trace``, ``GET /stockroom/ledger``, ``POST /stockroom/reset``, and the
+out-of-band approvals of the 2025-11-25 path, ``GET /stockroom/approvals`` and
+``POST /stockroom/approvals/{id}`` (``admin=False`` removes them; by default they exist only on
+loopback hosts, behind the same Host/Origin checks as ``/mcp``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import anyio.to_thread
 import mcp_types as t
 import uvicorn
 from mcp.server import Server
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
@@ -37,7 +39,7 @@ from .. import __version__
 from ..errors import MCPLabError
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
-from .rules import Stockroom
+from .rules import ApprovalError, Stockroom
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "build_server", "build_app", "serve_stockroom", "RunningServer", "ServeError"]
 
@@ -98,39 +100,75 @@ def build_server(stockroom: Stockroom) -> Server:
                   on_call_tool=call_tool)
 
 
-def _admin_routes(stockroom: Stockroom) -> list[Route]:
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def _security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts``."""
+    if not allowed_hosts and not _is_loopback(host):
+        return None
+    hosts = [*_LOOPBACK_HOSTS, *allowed_hosts]
+    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | None) -> list[Route]:
+    """The course conveniences, behind the same Host/Origin checks as ``/mcp`` (and JSON-only POSTs)."""
+    guard = TransportSecurityMiddleware(security)
+
+    def guarded(handler: Any, *, post: bool = False) -> Any:
+        async def endpoint(request: Request) -> Any:
+            refused = await guard.validate_request(request, is_post=post)
+            return refused if refused is not None else await handler(request)
+        return endpoint
+
+    async def run(func: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(lambda: func(*args))
+
     async def trace(request: Request) -> JSONResponse:
-        records = await anyio.to_thread.run_sync(stockroom.trace)
-        problems = await anyio.to_thread.run_sync(stockroom.verify)
+        records, problems = await run(stockroom.audit)
         return JSONResponse({"records": records, "problems": problems})
 
-    async def reset(request: Request) -> JSONResponse:
-        return JSONResponse(await anyio.to_thread.run_sync(stockroom.reset))
-
     async def ledger(request: Request) -> JSONResponse:
-        return JSONResponse(await anyio.to_thread.run_sync(stockroom.snapshot))
+        return JSONResponse(await run(stockroom.snapshot))
 
-    return [Route("/stockroom/trace", trace, methods=["GET"]), Route("/stockroom/ledger", ledger, methods=["GET"]),
-            Route("/stockroom/reset", reset, methods=["POST"])]
+    async def reset(request: Request) -> JSONResponse:
+        return JSONResponse(await run(stockroom.reset))
+
+    async def approvals(request: Request) -> JSONResponse:
+        return JSONResponse(await run(stockroom.pending_approvals))
+
+    async def decide(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        action = body.get("action") if isinstance(body, dict) else None
+        try:
+            return JSONResponse(await run(stockroom.decide_approval, request.path_params["approval_id"], action))
+        except ApprovalError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+
+    return [Route("/stockroom/trace", guarded(trace), methods=["GET"]),
+            Route("/stockroom/ledger", guarded(ledger), methods=["GET"]),
+            Route("/stockroom/reset", guarded(reset, post=True), methods=["POST"]),
+            Route("/stockroom/approvals", guarded(approvals), methods=["GET"]),
+            Route("/stockroom/approvals/{approval_id}", guarded(decide, post=True), methods=["POST"])]
 
 
 def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
               json_response: bool = True, admin: bool = True) -> Any:
     """The Starlette app: stateless MCP at ``/mcp`` (both eras), plus the admin routes when ``admin``.
 
-    DNS-rebinding protection stays on; ``allowed_hosts`` adds ``Host`` values (``name:port`` or
-    ``name:*``) for use behind a proxy such as Binder's.
+    DNS-rebinding protection (Host and Origin checks) stays on for loopback hosts and guards the
+    admin routes too; ``allowed_hosts`` adds ``Host`` values (``name:port`` or ``name:*``) for use
+    behind a proxy such as Binder's.
     """
-    security = None
-    if allowed_hosts:
-        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", *allowed_hosts]
-        origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                             allowed_origins=origins)
+    security = _security(host, allowed_hosts)
     server = build_server(stockroom)
     return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                       transport_security=security,
-                                      custom_starlette_routes=_admin_routes(stockroom) if admin else None)
+                                      custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
 
 
 @dataclass

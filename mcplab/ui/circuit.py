@@ -2,7 +2,7 @@
 
 Design: the panel is a view. Every button calls one :class:`~mcplab.stockroom.StockroomAPI`
 method (or the short chain the scenario names), keeps the :class:`ToolOutcome` it got back and
-redraws from the api (``snapshot``, ``trace``, ``verify``). It decides nothing itself: the
+redraws from the api (``snapshot`` and ``audit``: observations that call no tool). It decides nothing itself: the
 allow-list comes from :func:`~mcplab.stockroom.policy_for`, the diff from ``request_approval``,
 the switch from the trace's last ``commit_reorder`` decision. Errors (a server that is down,
 ``ToolRefused``) land in the result area and are never raised out of a button callback.
@@ -406,17 +406,27 @@ class CircuitPanel:
         """Re-read stock, trace and chain status from the api and redraw every view. Never raises."""
         self._refresh_errors = []
         try:
-            self._snapshot = self.api.snapshot()
+            snapshot = self.api.snapshot()
+            if not (isinstance(snapshot, dict) and isinstance(snapshot.get("items"), list)
+                    and all(isinstance(item, dict) for item in snapshot["items"])):
+                raise TypeError(f"snapshot() answered {type(snapshot).__name__}, not {{ledger_version, items}}")
+            self._snapshot = snapshot
         except Exception as exc:  # noqa: BLE001 - shown in the result area
             self._snapshot = None
             self._refresh_errors.append({"while": "snapshot", **_error_dict(exc)})
         try:
-            self._trace = self.api.trace()
-            self._problems = self.api.verify()
+            records, problems = self.api.audit()
+            if not (isinstance(records, list) and all(isinstance(r, dict) for r in records)
+                    and isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+                raise TypeError("audit() answered something other than (records, problems)")
+            self._trace, self._problems = records, problems
         except Exception as exc:  # noqa: BLE001 - shown in the result area
             self._trace, self._problems = None, None
             self._refresh_errors.append({"while": "trace", **_error_dict(exc)})
-        self._redraw()
+        try:
+            self._redraw()
+        except Exception as exc:  # noqa: BLE001 - a redraw never raises out of a button either
+            self.result_view.value = "<b>Could not redraw</b>" + _pre(_error_dict(exc), "mcplab-error")
 
     def _redraw(self) -> None:
         self.circuit_view.value = circuit_svg(self.circuit_state())
