@@ -165,7 +165,7 @@ def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
 
 def _head_arg(value: str) -> tuple[int, str]:
     seq, _, digest = value.partition(":")
-    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise UsageError(f"--head {value!r}: expected SEQ:SHA256 as printed by 'mcplab stockroom trace --verify'")
     return int(seq), digest
 
@@ -226,15 +226,15 @@ def _check_reachable(url: str) -> None:
 
     try:
         parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
         raise UsageError(f"--url {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
     try:
         socket.create_connection((parts.hostname, port), timeout=5).close()
-    except OSError as exc:
-        raise UsageError(f"--url {url}: nothing answers at {parts.hostname}:{port} ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # UnicodeError (a bad host name) is a ValueError
+        raise UsageError(f"--url {url}: nothing answers at {parts.hostname}:{port} ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def _cmd_conformance(args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ from mcplab.conformance import RegistryUnreachable, ensure_runner
     (["conformance", "--url", "http://127.0.0.1:9/mcp"], "nothing answers at 127.0.0.1:9"),
     (["conformance", "--url", "http://127.0.0.1:99999/mcp"], "out of range"),
     (["conformance", "--url", "http://[::1/mcp"], "Invalid IPv6 URL"),
+    (["conformance", "--url", "http://a..b/mcp"], "--url http://a..b/mcp"),
+    (["conformance", "--url", "http://127.0.0.1:0/mcp"], "127.0.0.1:0"),
     (["conformance", "--stockroom", "--baseline", "/nonexistent/baseline.yml"], "no such file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

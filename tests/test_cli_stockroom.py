@@ -71,6 +71,7 @@ def test_reset_restores_the_seed_and_records_it(db, capsys):
     (["serve", "stockroom", "--port", "70000"], "--port must be 0..65535"),
     (["stockroom", "trace", "--db", ""], "--db needs a path"),
     (["stockroom", "trace", "--db", "{tmp}/junk.db", "--head", "3:abc"], "expected SEQ:SHA256"),
+    (["stockroom", "trace", "--db", "{tmp}/junk.db", "--head", "\u00b2:" + "a" * 64], "expected SEQ:SHA256"),
     (["stockroom", "approve", "AP-0123456789ab", "--db", "{tmp}/missing.db"], "no stockroom database"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):

@@ -363,6 +363,30 @@ class TestLegacyEra:
         with pytest.raises(ApprovalError, match="no pending approval"):
             room.decide_approval("AP-ffffffffffff", "accept")
 
+    def test_an_accepted_approval_expires_too(self):
+        clock = [1_000_000.0]
+        room = Stockroom(era="legacy", now=lambda: clock[0])
+        pending = self.legacy_pending(room)
+        room.decide_approval(pending.structured["approval_id"], "accept")
+        clock[0] += 16 * 60
+        late = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        assert late.error["data"]["error"] == "approval_expired"
+        assert room.read_stock()["ledger_version"] == 1
+
+    def test_a_reset_voids_a_legacy_approval(self):
+        room = Stockroom(era="legacy")
+        pending = self.legacy_pending(room)
+        room.decide_approval(pending.structured["approval_id"], "accept")
+        room.reset()
+        room.draft_reorder()
+        late = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        assert late.error["data"]["error"] == "approval_expired" and late.error["data"]["reason"] == "reset"
+
+    def test_the_message_tells_the_person_how_to_answer(self, tmp_path):
+        room = Stockroom(tmp_path / "s.sqlite3", era="legacy")
+        message = self.legacy_pending(room).structured["message"]
+        assert f"--db {tmp_path / 's.sqlite3'}" in message
+
     def test_modern_clients_may_not_use_the_legacy_argument(self, room):
         room.draft_reorder()
         outcome = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": "AP-0123456789ab"})
@@ -379,3 +403,9 @@ def test_request_approval_of_a_committed_draft_shows_nothing_pending(room):
     room.approve(pending_commit(room))
     shown = room.request_approval("DR-0001")
     assert shown["status"] == "committed" and shown["diff"] == [] and "already committed" in shown["message"]
+
+
+def test_call_tool_refuses_an_unknown_era(room):
+    with pytest.raises(ValueError, match="era must be one of"):
+        room.call_tool("read_stock", {}, era="local")
+    assert room.verify() == []

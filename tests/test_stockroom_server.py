@@ -273,3 +273,15 @@ def test_history_keeps_no_replayable_request_state(server):
         pending = client.commit_reorder(RESTOCK)
         client.approve(pending)
         assert pending.request_state not in json.dumps(list(client.history))
+
+
+def test_reset_needs_a_json_object(server):
+    with httpx.Client() as http:
+        reply = http.post(server.base_url + "/stockroom/reset", content=b"not json",
+                          headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400
+
+
+def test_any_loopback_address_serves_itself():
+    with serve_stockroom(host="127.0.0.2") as srv, StockroomClient(srv.url) as client:
+        assert client.read_stock()["ledger_version"] == 1

@@ -279,3 +279,14 @@ def test_the_reject_and_deny_scenarios_against_a_real_server():
         panel.reset_button.click()
         panel.clear_button.click()
         assert panel.last_outcome.error["data"] == DENIAL and panel.pending is None and panel.ledger_version == 1
+
+
+def test_values_from_a_server_are_escaped_in_the_panel():
+    from mcplab.stockroom import Stockroom
+
+    class Hostile(Stockroom):
+        def snapshot(self):
+            return {"ledger_version": "<img src=x onerror=alert(1)>", "items": []}
+
+    panel = CircuitPanel(Hostile())
+    assert "<img" not in panel.ledger_view.value and "&lt;img" in panel.ledger_view.value

@@ -34,7 +34,9 @@ __all__ = ["Ledger", "LedgerError", "TraceRecord", "GENESIS_HASH", "MEMORY", "DE
 MEMORY = ":memory:"
 #: ``prev_hash`` of the first trace record.
 GENESIS_HASH = "0" * 64
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+#: Every table a stockroom database has; a file missing one is not (or no longer) a stockroom.
+_TABLES = frozenset({"meta", "items", "drafts", "used_approvals", "approvals", "trace"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -132,11 +134,10 @@ class Ledger:
         self.readonly = not create and self.path != MEMORY
         try:
             if self.readonly:
-                uri = Path(self.path).resolve().as_uri() + "?mode=ro"
-                self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
+                self._conn = _connect_readonly(Path(self.path))
             else:
                 self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
-            _check_is_stockroom(self._conn, allow_empty=not self.readonly)
+                _check_is_stockroom(self._conn, allow_empty=True)
             if not self.readonly:
                 if self.path != MEMORY:
                     self._conn.execute("PRAGMA journal_mode=WAL")
@@ -146,7 +147,7 @@ class Ledger:
         except sqlite3.Error as exc:
             if hasattr(self, "_conn"):
                 self._conn.close()
-            raise LedgerError(f"{self.path}: not a usable stockroom database ({exc})") from None
+            raise LedgerError(f"{self.path}: not a usable stockroom database ({_explain(exc)})") from None
 
     # -- connection management -------------------------------------------------------------
     def close(self) -> None:
@@ -163,14 +164,17 @@ class Ledger:
     def transaction(self) -> Iterator[_Tx]:
         """One atomic unit of work; rolled back whole on any exception."""
         with self._lock:
-            self._conn.execute("BEGIN" if self.readonly else "BEGIN IMMEDIATE")
             try:
-                yield _Tx(self._conn, self._clock)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+                self._conn.execute("BEGIN" if self.readonly else "BEGIN IMMEDIATE")
+                try:
+                    yield _Tx(self._conn, self._clock)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:  # a database problem, not a bug of the caller: name the file
+                raise LedgerError(f"{self.path}: {_explain(exc)}") from exc
 
     # -- read-only conveniences ------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -246,7 +250,11 @@ class _Tx:
         return self._meta("epoch") or ""
 
     def ledger_version(self) -> int:
-        return int(self._meta("ledger_version") or SEED_LEDGER_VERSION)
+        value = self._meta("ledger_version")
+        try:
+            return int(value) if value is not None else SEED_LEDGER_VERSION
+        except ValueError:
+            raise sqlite3.DatabaseError(f"meta.ledger_version is {str(value)[:40]!r}, not a number") from None
 
     def now(self) -> str:
         return self._clock()
@@ -269,7 +277,6 @@ class _Tx:
     def _restore_seed(self) -> None:
         self._conn.execute("DELETE FROM items")
         self._conn.execute("DELETE FROM drafts")
-        self._conn.execute("DELETE FROM approvals")
         self._conn.executemany(
             "INSERT INTO items(position, sku, name, on_hand, on_order, reorder_point, par) VALUES(?,?,?,?,?,?,?)",
             [(i, it["sku"], it["name"], it["on_hand"], it["on_order"], it["reorder_point"], it["par"])
@@ -371,20 +378,28 @@ class _Tx:
         rows = self._conn.execute(
             "SELECT seq, at, era, tool, decision, arguments, detail, ledger_version, prev_hash, hash FROM trace ORDER BY seq"
         ).fetchall()
-        return [TraceRecord(seq=r[0], at=r[1], era=r[2], tool=r[3], decision=r[4], arguments=_loads(r[5]),
-                            detail=_loads(r[6]), ledger_version=r[7], prev_hash=r[8], hash=r[9]) for r in rows]
+        return [TraceRecord(seq=_int(r[0]), at=_text(r[1]), era=_text(r[2]), tool=_text(r[3]), decision=_text(r[4]),
+                            arguments=_loads(r[5]), detail=_loads(r[6]), ledger_version=_int(r[7]),
+                            prev_hash=_text(r[8]), hash=_text(r[9])) for r in rows]
 
     def verify(self, head: tuple[int, str] | None = None) -> list[str]:
+        try:
+            return self._verify(head)
+        except (sqlite3.Error, TypeError, ValueError, KeyError, AttributeError) as exc:
+            return [f"the database does not have the stockroom's shape: {_explain(exc)}"]
+
+    def _verify(self, head: tuple[int, str] | None) -> list[str]:
         problems: list[str] = []
         prev = GENESIS_HASH
+        accepted: set[Any] = set()
         records = self.trace()
         for index, record in enumerate(records, start=1):
             if record.seq != index:
                 problems.append(f"record {record.seq}: expected sequence number {index} (a record is missing)")
             if record.prev_hash != prev:
                 problems.append(f"record {record.seq}: prev_hash does not match the hash of the record before it")
-            if isinstance(record.arguments, _Unreadable) or isinstance(record.detail, _Unreadable):
-                problems.append(f"record {record.seq}: arguments or detail are not readable JSON")
+            if any(isinstance(value, _Unreadable) for value in (*record.body().values(), record.prev_hash, record.hash)):
+                problems.append(f"record {record.seq}: a field is not readable (not JSON, not text or not a number)")
             else:
                 try:
                     intact = _chain_hash(str(record.prev_hash), record.body()) == record.hash
@@ -393,6 +408,11 @@ class _Tx:
                 if not intact:
                     problems.append(f"record {record.seq}: hash does not match its contents (the record was changed)")
             problems.extend(f"record {record.seq}: {p}" for p in _vocabulary_problems(record))
+            if record.era == "local" and record.decision == "accepted" and isinstance(record.arguments, dict):
+                accepted.add(record.arguments.get("approval_id"))
+            approval_id = record.detail.get("approval_id") if isinstance(record.detail, dict) else None
+            if record.decision == "approved" and record.era == "legacy" and approval_id not in accepted:
+                problems.append(f"record {record.seq}: a 2025-11-25 commit applied without a person's recorded approval")
             prev = record.hash
         if head is not None:
             seq, digest = head
@@ -425,7 +445,7 @@ class _Tx:
         if self.ledger_version() != version:
             problems.append(f"ledger version is {self.ledger_version()} but the trace accounts for {version}")
         actual = {item["sku"]: item for item in self.items()}
-        for sku in sorted(set(expected) | set(actual)):
+        for sku in sorted(set(expected) | set(actual), key=str):
             item = actual.get(sku)
             if item is None or sku not in seed:
                 problems.append(f"{sku}: {'missing from' if item is None else 'not in'} the seed stock the trace accounts for")
@@ -442,11 +462,48 @@ class _Unreadable(str):
     """A stored JSON column that does not parse (kept as text so verify can report it)."""
 
 
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
+
+
 def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return _Unreadable(repr(text)[:200])
     try:
-        return json.loads(text)
-    except (TypeError, ValueError, RecursionError):
-        return _Unreadable(str(text)[:200])
+        return json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError):
+        return _Unreadable(text[:200])
+
+
+def _text(value: Any) -> Any:
+    return value if isinstance(value, str) else _Unreadable(repr(value)[:200])
+
+
+def _int(value: Any) -> Any:
+    return value if isinstance(value, int) and not isinstance(value, bool) else _Unreadable(repr(value)[:200])
+
+
+def _explain(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if "locked" in text:
+        return f"{text} (another process is writing to it; try again)"
+    return text
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open ``path`` for reading only; a WAL database in a directory we cannot write is read as immutable."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
+    try:
+        _check_is_stockroom(conn, allow_empty=False)
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "readonly" not in str(exc) and "unable to open" not in str(exc):
+            raise
+    conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+    _check_is_stockroom(conn, allow_empty=False)
+    return conn
 
 
 #: Which decision each record may carry. Records the stockroom writes itself (era ``local``: resets
@@ -475,18 +532,20 @@ def _vocabulary_problems(record: TraceRecord) -> list[str]:
 
 def _valid_lines(lines: Any, seed: dict[str, Any]) -> bool:
     return isinstance(lines, list) and bool(lines) and all(
-        isinstance(line, dict) and line.get("sku") in seed and isinstance(line.get("add_on_order"), int)
+        isinstance(line, dict) and isinstance(line.get("sku"), str) and line["sku"] in seed and isinstance(line.get("add_on_order"), int)
         and not isinstance(line.get("add_on_order"), bool) and line["add_on_order"] > 0 for line in lines)
 
 
 def _check_is_stockroom(conn: sqlite3.Connection, *, allow_empty: bool) -> None:
     """Refuse a SQLite file that is not a stockroom database before anything is written to it."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables and allow_empty:
+    objects = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if not objects and allow_empty and conn.execute("PRAGMA application_id").fetchone()[0] == 0:
         return
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() if "meta" in tables else None
-    if schema is None:
-        found = ", ".join(sorted(tables)[:5]) or "no tables"
+    if schema is not None and schema[0] != _SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(f"schema version {schema[0]!r}, expected {_SCHEMA_VERSION!r} "
+                                    "(made by another mcplab version; use a new --db path)")
+    if schema is None or not _TABLES <= tables or tables - _TABLES:
+        found = ", ".join(sorted(objects)[:5]) or "no tables"
         raise sqlite3.DatabaseError(f"not a stockroom database ({found})")
-    if schema[0] != _SCHEMA_VERSION:
-        raise sqlite3.DatabaseError(f"schema version {schema[0]!r}, expected {_SCHEMA_VERSION!r}")

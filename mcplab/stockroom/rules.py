@@ -218,6 +218,8 @@ class Stockroom(StockroomAPI):
                   client_capabilities: dict[str, Any] | None = None) -> ToolOutcome:
         """Decide one call and record it. ``era``/``client_capabilities`` override the instance's (the server's use)."""
         era = era or self.era
+        if era not in ERAS:
+            raise ValueError(f"era must be one of {ERAS}, got {era!r}")
         capabilities = self.client_capabilities if client_capabilities is None else client_capabilities
         arguments = {} if arguments is None else arguments
         outcome = ToolOutcome(tool=name, arguments=arguments, kind="complete", era=era)
@@ -355,11 +357,16 @@ class Stockroom(StockroomAPI):
         outcome.structured = {
             "ok": False, "error": LEGACY_APPROVAL_ERROR, "approval_id": approval_id,
             "message": _diff_text(payload, diff) + f"\nA person approves or rejects {approval_id} in the stockroom "
-                       f"(circuit panel, or 'mcplab stockroom approve {approval_id}'); then call commit_reorder again "
-                       f"with the same arguments and approval_id.",
+                       f"({self._approver_hint(approval_id)}); then call commit_reorder again with the same arguments "
+                       f"and approval_id.",
             "payload": payload, "diff": diff,
         }
         return "asked", {"draft_id": payload["draft_id"], "digest": digest, "approval_id": approval_id, "diff": diff}
+
+    def _approver_hint(self, approval_id: str) -> str:
+        if self.ledger.path == MEMORY:
+            return f"the circuit panel, or POST /stockroom/approvals/{approval_id}"
+        return f"the circuit panel, or 'mcplab stockroom approve {approval_id} --db {self.ledger.path}'"
 
     def _settle_out_of_band(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any],
                             approval_id: str) -> tuple[str, dict[str, Any]]:
@@ -375,9 +382,9 @@ class Stockroom(StockroomAPI):
         if status == "closed":
             raise _Refusal("approval_already_used", "this approval was already used; it applies at most once",
                            draft_id=payload["draft_id"])
+        if approval["expires"] < self._now():  # asked, answered or not, 15 minutes ago: ask again
+            raise _Refusal("approval_expired", "the approval expired; call commit_reorder again", reason="expired")
         if status == "pending":
-            if approval["expires"] < self._now():
-                raise _Refusal("approval_expired", "nobody answered in time; call commit_reorder again", reason="expired")
             outcome.is_error = True
             outcome.structured = {"ok": False, "error": "approval_pending", "approval_id": approval_id,
                                   "message": f"{approval_id} is still waiting for a person to approve or reject it"}

@@ -107,7 +107,8 @@ def _security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySetti
     """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts``."""
     if not allowed_hosts and not _is_loopback(host):
         return None
-    hosts = [*_LOOPBACK_HOSTS, *allowed_hosts]
+    own = f"[{host}]:*" if ":" in host else f"{host}:*"
+    hosts = [*_LOOPBACK_HOSTS, *([own] if own not in _LOOPBACK_HOSTS else []), *allowed_hosts]
     origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
@@ -133,6 +134,12 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
         return JSONResponse(await run(stockroom.snapshot))
 
     async def reset(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "send a JSON object ({})"}, status_code=400)
         return JSONResponse(await run(stockroom.reset))
 
     async def approvals(request: Request) -> JSONResponse:

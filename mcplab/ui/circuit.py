@@ -311,7 +311,7 @@ class CircuitPanel:
         if self._pending is not None:
             return "pending"
         for record in reversed(self._trace or []):
-            if record.get("tool") == "reset":
+            if record.get("era") == "local" and record.get("decision") == "reset":
                 return "open"
             if record.get("tool") == WRITE_TOOL and record.get("decision") in ("approved", "rejected"):
                 return "closed" if record["decision"] == "approved" else "open"
@@ -435,7 +435,7 @@ class CircuitPanel:
         self.reject_button.disabled = not waiting
 
         version = self.ledger_version
-        heading = f"<b>Ledger v{version}</b>" if version is not None else "<b>Ledger (unavailable)</b>"
+        heading = f"<b>Ledger v{html.escape(str(version))}</b>" if version is not None else "<b>Ledger (unavailable)</b>"
         self.ledger_view.value = heading + self.ledger_frame().to_html(index=False, classes="mcplab-ledger-table")
 
         if not waiting:
