@@ -53,3 +53,15 @@ def test_the_issue_lab_calls_verbatim():
         raise AssertionError("unknown resultType was accepted")
     diff = ns["compare_sdk_view"]({"resultType": "complete", "tools": [], "futureHint": {"mode": "new"}}, {"tools": []})
     assert diff["semanticLoss"] == ["futureHint"]
+
+
+def test_subpackages_export_what_they_list():
+    import mcplab.stockroom
+    import mcplab.ui
+
+    for package in (mcplab.stockroom, mcplab.ui):
+        assert len(set(package.__all__)) == len(package.__all__), package.__name__
+        for name in package.__all__:
+            assert hasattr(package, name), f"{package.__name__}.{name}"
+    assert {"Stockroom", "StockroomClient", "serve_stockroom", "Ledger"} <= set(mcplab.stockroom.__all__)
+    assert "CircuitPanel" in mcplab.ui.__all__

@@ -133,12 +133,15 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
     async def ledger(request: Request) -> JSONResponse:
         return JSONResponse(await run(stockroom.snapshot))
 
-    async def reset(request: Request) -> JSONResponse:
+    async def json_object(request: Request) -> dict[str, Any] | None:
         try:
             body = await request.json()
         except ValueError:
-            body = None
-        if not isinstance(body, dict):
+            return None
+        return body if isinstance(body, dict) else None
+
+    async def reset(request: Request) -> JSONResponse:
+        if await json_object(request) is None:
             return JSONResponse({"error": "send a JSON object ({})"}, status_code=400)
         return JSONResponse(await run(stockroom.reset))
 
@@ -146,11 +149,7 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
         return JSONResponse(await run(stockroom.pending_approvals))
 
     async def decide(request: Request) -> JSONResponse:
-        try:
-            body = await request.json()
-        except ValueError:
-            body = None
-        action = body.get("action") if isinstance(body, dict) else None
+        action = (await json_object(request) or {}).get("action")
         try:
             return JSONResponse(await run(stockroom.decide_approval, request.path_params["approval_id"], action))
         except ApprovalError as exc:

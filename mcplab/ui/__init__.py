@@ -3,26 +3,7 @@
 ``from mcplab.ui import CircuitPanel``: the stockroom circuit (Part 2).
 """
 
-from .circuit import (
-    CIRCUIT_TOOLS,
-    CLEAR_OLD_STOCK_CALL,
-    CSS_CLASSES,
-    LEDGER_COLUMNS,
-    SWITCH_STATES,
-    TRACE_COLUMNS,
-    CircuitPanel,
-    CircuitState,
-    circuit_svg,
-)
+from . import circuit
+from .circuit import *  # noqa: F403
 
-__all__ = [
-    "CIRCUIT_TOOLS",
-    "CLEAR_OLD_STOCK_CALL",
-    "CSS_CLASSES",
-    "LEDGER_COLUMNS",
-    "SWITCH_STATES",
-    "TRACE_COLUMNS",
-    "CircuitPanel",
-    "CircuitState",
-    "circuit_svg",
-]
+__all__ = list(circuit.__all__)
