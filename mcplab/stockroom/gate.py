@@ -1,6 +1,6 @@
 """The approval gate's sealed state: what the approver was shown, bound so it cannot be swapped.
 
-Design: ``requestState`` (and the 2025-11-25 approval token, the same string) is
+Design: ``requestState`` (the 2026-07-28 multi-round-trip path; 2025-11-25 approvals are answered out of band) is
 ``v1.<base64url JSON claims>.<base64url HMAC-SHA-256>``. The claims bind the tool, the draft,
 the SHA-256 of the canonical payload, the ledger version, the ledger epoch (new at every reset),
 a one-time nonce and an expiry. The client sees the claims (nothing secret is in them) but cannot

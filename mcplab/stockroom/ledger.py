@@ -5,7 +5,7 @@ Design: one database holds the ledger and its append-only trace, and every tool 
 one trace record, so a crash can never leave a change without its record or the reverse. The
 trace is hash-chained (``hash = sha256(prev_hash + canonical record)``) and SQLite triggers refuse
 UPDATE and DELETE on it. A reset restores the seed items under a new random *epoch*, which every
-approval token is bound to, so a token from before a reset never applies after it.
+approval (sealed requestState or out-of-band approval) is bound to, so none from before a reset applies after it.
 """
 
 from __future__ import annotations
