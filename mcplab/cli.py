@@ -170,6 +170,10 @@ def _head_arg(value: str) -> tuple[int, str]:
     return int(seq), digest
 
 
+def _lines_text(lines: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{ln['sku']} +{ln['add_on_order']}" for ln in lines)
+
+
 def _cmd_stockroom_approvals(args: argparse.Namespace) -> int:
     from .stockroom.ledger import Ledger
     from .stockroom.rules import Stockroom
@@ -179,8 +183,7 @@ def _cmd_stockroom_approvals(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(pending)
         return 0
-    rows = [[a["approval_id"], a["draft_id"], f"v{a['ledger_version']}",
-             ", ".join(f"{ln['sku']} +{ln['add_on_order']}" for ln in a["payload"]["lines"])] for a in pending]
+    rows = [[a["approval_id"], a["draft_id"], f"v{a['ledger_version']}", _lines_text(a["payload"]["lines"])] for a in pending]
     print(_table(rows, ["APPROVAL", "DRAFT", "LEDGER", "LINES"]))
     print(f"{len(pending)} approvals waiting (2025-11-25 clients); answer with 'mcplab stockroom approve|reject ID'")
     return 0
@@ -194,8 +197,7 @@ def _cmd_stockroom_decide(args: argparse.Namespace) -> int:
     Ledger(db, create=False).close()  # an existing stockroom database, never a new one
     with Ledger(db) as ledger:
         answer = Stockroom(ledger).decide_approval(args.approval_id, args.decision)
-    lines = ", ".join(f"{ln['sku']} +{ln['add_on_order']}" for ln in answer["payload"]["lines"])
-    print(f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: {lines}); "
+    print(f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: {_lines_text(answer['payload']['lines'])}); "
           "the change applies when the agent retries commit_reorder with this approval_id")
     return 0
 

@@ -26,6 +26,17 @@ def raw(path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
 
+def sql(path, *statements) -> None:
+    """Run statements on the file itself, as someone holding the file (not the stockroom) could.
+
+    A statement is SQL text or ``(sql, parameters)``.
+    """
+    conn = raw(path)
+    for statement in statements:
+        conn.execute(*statement) if isinstance(statement, tuple) else conn.execute(statement)
+    conn.close()
+
+
 def test_state_survives_reopening_the_file(tmp_path):
     path = tmp_path / "stock.sqlite3"
     approved_room(path).close()
@@ -54,11 +65,7 @@ def test_the_trace_refuses_update_and_delete(tmp_path):
 def test_verify_detects_tampering_even_with_the_triggers_dropped(tmp_path, tamper, expected):
     path = tmp_path / "stock.sqlite3"
     approved_room(path).close()
-    conn = raw(path)
-    conn.execute("DROP TRIGGER trace_no_update")
-    conn.execute("DROP TRIGGER trace_no_delete")
-    conn.execute(tamper)
-    conn.close()
+    sql(path, "DROP TRIGGER trace_no_update", "DROP TRIGGER trace_no_delete", tamper)
     with Ledger(path) as ledger:
         problems = ledger.verify()
     assert any(expected in problem for problem in problems), problems
@@ -71,9 +78,7 @@ def test_verify_detects_tampering_even_with_the_triggers_dropped(tmp_path, tampe
 def test_verify_detects_a_ledger_change_without_a_trace_record(tmp_path, edit, problem):
     path = tmp_path / "stock.sqlite3"
     Stockroom(path).close()
-    conn = raw(path)
-    conn.execute(edit)
-    conn.close()
+    sql(path, edit)
     with Ledger(path) as ledger:
         assert ledger.verify() == [problem]
 
@@ -145,10 +150,7 @@ def test_a_foreign_file_is_a_clear_error(tmp_path, content, message):
 
 def test_a_foreign_sqlite_database_is_refused(tmp_path):
     path = tmp_path / "other.db"
-    conn = raw(path)
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("INSERT INTO meta VALUES ('schema', '99')")
-    conn.close()
+    sql(path, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "INSERT INTO meta VALUES ('schema', '99')")
     with pytest.raises(LedgerError, match="schema version"):
         Ledger(path)
 
@@ -208,9 +210,7 @@ def test_a_caller_cannot_name_a_tool_like_an_internal_record():
 def test_verify_reports_unreadable_rows_instead_of_crashing(tmp_path, capsys):
     path = tmp_path / "stock.sqlite3"
     approved_room(path).close()
-    conn = raw(path)
-    conn.execute("INSERT INTO trace VALUES (4, 'x', 'modern', 'read_stock', 'allowed', '{not json', '{}', 1, 'p', 'h')")
-    conn.close()
+    sql(path, "INSERT INTO trace VALUES (4, 'x', 'modern', 'read_stock', 'allowed', '{not json', '{}', 1, 'p', 'h')")
     _append_forged(path, tool="commit_reorder", decision="approved", detail={"lines": [1]}).close()
     with Ledger(path) as ledger:
         problems = ledger.verify()
@@ -227,10 +227,8 @@ def test_an_anchored_head_catches_truncation(tmp_path):
     room.read_stock()
     head = room.ledger.head()
     room.close()
-    conn = raw(path)
-    conn.execute("DROP TRIGGER trace_no_delete")
-    conn.execute("DELETE FROM trace WHERE seq = ?", (head[0],))  # the newest record, a read: the chain still links
-    conn.close()
+    # the newest record, a read: the chain still links
+    sql(path, "DROP TRIGGER trace_no_delete", ("DELETE FROM trace WHERE seq = ?", (head[0],)))
     with Ledger(path) as ledger:
         assert ledger.verify() == []  # without an anchor, dropping the tail is invisible
         assert ledger.verify(head) == [f"anchored record {head[0]}:{head[1][:12]} is missing or changed "
@@ -240,9 +238,7 @@ def test_an_anchored_head_catches_truncation(tmp_path):
 @pytest.mark.parametrize("create", [True, False])
 def test_a_foreign_sqlite_file_is_never_adopted(tmp_path, create):
     path = tmp_path / "gradebook.db"
-    conn = raw(path)
-    conn.execute("CREATE TABLE grades (student TEXT, score REAL)")
-    conn.close()
+    sql(path, "CREATE TABLE grades (student TEXT, score REAL)")
     before = path.read_bytes()
     with pytest.raises(LedgerError, match=r"not a stockroom database \(grades\)"):
         Ledger(path, create=create)
@@ -281,10 +277,7 @@ def test_any_tampering_is_reported_never_a_crash(tmp_path, capsys, tamper):
     """verify, the CLI (table and --json) and the panel's audit() report a broken database; none of them raise."""
     path = tmp_path / "stock.sqlite3"
     approved_room(path).close()
-    conn = raw(path)
-    conn.execute("DROP TRIGGER trace_no_update")
-    conn.execute(tamper)
-    conn.close()
+    sql(path, "DROP TRIGGER trace_no_update", tamper)
     with Ledger(path, create=False) as ledger:
         records, problems = ledger.audit()
     assert problems
@@ -298,10 +291,7 @@ def test_any_tampering_is_reported_never_a_crash(tmp_path, capsys, tamper):
 def test_a_table_swapped_for_another_shape_is_reported(tmp_path):
     path = tmp_path / "stock.sqlite3"
     approved_room(path).close()
-    conn = raw(path)
-    conn.execute("DROP TABLE items")
-    conn.execute("CREATE TABLE items (x)")
-    conn.close()
+    sql(path, "DROP TABLE items", "CREATE TABLE items (x)")
     with Ledger(path, create=False) as ledger:
         assert any("does not have the stockroom's shape" in p for p in ledger.verify())
 
@@ -315,20 +305,14 @@ def test_a_table_swapped_for_another_shape_is_reported(tmp_path):
 @pytest.mark.parametrize("create", [True, False])
 def test_foreign_files_that_look_half_right_are_refused(tmp_path, setup, create):
     path = tmp_path / "other.db"
-    conn = raw(path)
-    for statement in setup:
-        conn.execute(statement)
-    conn.close()
+    sql(path, *setup)
     with pytest.raises(LedgerError, match="not a stockroom database"):
         Ledger(path, create=create)
 
 
 def test_an_older_schema_is_named(tmp_path):
     path = tmp_path / "old.db"
-    conn = raw(path)
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("INSERT INTO meta VALUES ('schema', '1')")
-    conn.close()
+    sql(path, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "INSERT INTO meta VALUES ('schema', '1')")
     with pytest.raises(LedgerError, match="schema version '1', expected '2'"):
         Ledger(path, create=False)
 
@@ -339,9 +323,7 @@ def test_a_legacy_commit_without_a_recorded_approval_is_reported(tmp_path):
     room.draft_reorder()
     room.approve(room.commit_reorder(RESTOCK))
     room.close()
-    conn = raw(path)
-    conn.execute("DROP TRIGGER trace_no_delete")
-    conn.close()
+    sql(path, "DROP TRIGGER trace_no_delete")
     # rebuild the chain without the person's 'accepted' record, as a writer with the file could
     from mcplab.stockroom.ledger import GENESIS_HASH, _chain_hash
     conn = raw(path)

@@ -304,6 +304,11 @@ class TestLegacyEra:
         assert pending.structured["error"] == "approval_required"
         return pending
 
+    @staticmethod
+    def retry(room, pending, **changes):
+        """The agent's retry: the same arguments (unless changed) plus the approval id it was given."""
+        return room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"], **changes})
+
     def test_restock_approved(self):
         room = Stockroom(era="legacy")
         pending = self.legacy_pending(room)
@@ -325,7 +330,7 @@ class TestLegacyEra:
         room = Stockroom(era="legacy")
         pending = self.legacy_pending(room)
         assert not any(key in pending.structured for key in ("approval_token", "requestState"))
-        retry = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        retry = self.retry(room, pending)
         assert retry.structured["error"] == "approval_pending" and room.read_stock()["ledger_version"] == 1
         made_up = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": "AP-000000000000"})
         assert made_up.error["data"]["error"] == "unknown_approval"
@@ -341,7 +346,7 @@ class TestLegacyEra:
         room = Stockroom(era="legacy")
         pending = self.legacy_pending(room)
         room.approve(pending)
-        replay = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        replay = self.retry(room, pending)
         assert replay.error["data"]["error"] == "approval_already_used"
         assert room.read_stock()["ledger_version"] == 2
 
@@ -349,8 +354,7 @@ class TestLegacyEra:
         room = Stockroom(era="legacy")
         pending = self.legacy_pending(room)
         room.decide_approval(pending.structured["approval_id"], "accept")
-        other = {**RESTOCK, "lines": RESTOCK["lines"][:2], "approval_id": pending.structured["approval_id"]}
-        assert room.call_tool("commit_reorder", other).error["data"]["error"] == "invalid_request_state"
+        assert self.retry(room, pending, lines=RESTOCK["lines"][:2]).error["data"]["error"] == "invalid_request_state"
         assert room.read_stock()["ledger_version"] == 1
 
     @pytest.mark.parametrize("action, message", [("maybe", "must be 'accept' or 'decline'"), ("accept", "already answered")])
@@ -369,7 +373,7 @@ class TestLegacyEra:
         pending = self.legacy_pending(room)
         room.decide_approval(pending.structured["approval_id"], "accept")
         clock[0] += 16 * 60
-        late = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        late = self.retry(room, pending)
         assert late.error["data"]["error"] == "approval_expired"
         assert room.read_stock()["ledger_version"] == 1
 
@@ -379,7 +383,7 @@ class TestLegacyEra:
         room.decide_approval(pending.structured["approval_id"], "accept")
         room.reset()
         room.draft_reorder()
-        late = room.call_tool("commit_reorder", {**RESTOCK, "approval_id": pending.structured["approval_id"]})
+        late = self.retry(room, pending)
         assert late.error["data"]["error"] == "approval_expired" and late.error["data"]["reason"] == "reset"
 
     def test_the_message_tells_the_person_how_to_answer(self, tmp_path):

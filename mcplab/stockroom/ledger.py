@@ -211,8 +211,7 @@ class Ledger:
     def head(self) -> tuple[int, str] | None:
         """``(seq, hash)`` of the newest record: remember it to anchor a later :meth:`verify`."""
         with self.transaction() as tx:
-            records = tx.trace()
-        return (records[-1].seq, records[-1].hash) if records else None
+            return tx.last()
 
 
 class _Tx:
@@ -332,16 +331,14 @@ class _Tx:
             (approval_id, self.epoch(), draft_id, digest, ledger_version, canonical_json(payload).decode(), expires))
         return approval_id
 
-    def find_approval(self, approval_id: str) -> dict[str, Any] | None:
-        row = self._conn.execute(
-            "SELECT approval_id, epoch, draft_id, digest, ledger_version, payload, status, expires FROM approvals "
-            "WHERE approval_id = ?", (approval_id,)).fetchone()
-        if row is None:
-            return None
+    def _approvals(self, where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         keys = ("approval_id", "epoch", "draft_id", "digest", "ledger_version", "payload", "status", "expires")
-        approval = dict(zip(keys, row))
-        approval["payload"] = json.loads(approval["payload"])
-        return approval
+        rows = self._conn.execute(f"SELECT {', '.join(keys)} FROM approvals WHERE {where} ORDER BY rowid", params).fetchall()
+        return [{**dict(zip(keys, row)), "payload": json.loads(row[5])} for row in rows]
+
+    def find_approval(self, approval_id: str) -> dict[str, Any] | None:
+        found = self._approvals("approval_id = ?", (approval_id,))
+        return found[0] if found else None
 
     def pending_approval_for(self, digest: str, now: float) -> str | None:
         row = self._conn.execute(
@@ -350,10 +347,7 @@ class _Tx:
         return None if row is None else row[0]
 
     def pending_approvals(self, now: float) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT approval_id FROM approvals WHERE epoch = ? AND status = 'pending' AND expires >= ? ORDER BY rowid",
-            (self.epoch(), int(now))).fetchall()
-        return [approval for (approval_id,) in rows if (approval := self.find_approval(approval_id)) is not None]
+        return self._approvals("epoch = ? AND status = 'pending' AND expires >= ?", (self.epoch(), int(now)))
 
     def set_approval_status(self, approval_id: str, status: str) -> None:
         self._conn.execute("UPDATE approvals SET status = ? WHERE approval_id = ?", (status, approval_id))
@@ -361,7 +355,7 @@ class _Tx:
     # trace
     def append(self, *, era: str, tool: str, decision: str, arguments: Any, detail: Any) -> TraceRecord:
         """Append one record (arguments and detail redacted first) chained to the last one."""
-        last = self._conn.execute("SELECT seq, hash FROM trace ORDER BY seq DESC LIMIT 1").fetchone()
+        last = self.last()
         seq, prev_hash = (1, GENESIS_HASH) if last is None else (last[0] + 1, last[1])
         record = TraceRecord(seq=seq, at=self.now(), era=era, tool=tool, decision=decision,
                              arguments=redact(arguments), detail=redact(detail),
@@ -373,6 +367,11 @@ class _Tx:
             (seq, record.at, era, tool, decision, canonical_json(record.arguments).decode(),
              canonical_json(record.detail).decode(), record.ledger_version, prev_hash, digest))
         return TraceRecord(**{**record.to_dict(), "hash": digest})
+
+    def last(self) -> tuple[int, str] | None:
+        """``(seq, hash)`` of the newest record, or None for an empty trace."""
+        row = self._conn.execute("SELECT seq, hash FROM trace ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else (row[0], row[1])
 
     def trace(self) -> list[TraceRecord]:
         rows = self._conn.execute(

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, MCPLabError
 from ..evidence import canonical_json
-from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines
+from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines, tool_descriptor
 from .gate import APPROVAL_TTL_SECONDS, StateRejected, open_state, payload_digest, seal_state
 from .ledger import MEMORY, Ledger
 from .outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
@@ -114,11 +114,11 @@ def _payload(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _diff(items: list[dict[str, Any]], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """on_order before and after, per line (lines come from a draft, so every SKU is in ``items``)."""
     by_sku = {item["sku"]: item for item in items}
-    return [{"sku": ln["sku"], "name": by_sku[ln["sku"]]["name"] if ln["sku"] in by_sku else None,
-             "on_order_before": by_sku[ln["sku"]]["on_order"] if ln["sku"] in by_sku else None,
-             "on_order_after": (by_sku[ln["sku"]]["on_order"] + ln["add_on_order"]) if ln["sku"] in by_sku else None,
-             "add_on_order": ln["add_on_order"]} for ln in lines]
+    return [{"sku": ln["sku"], "name": by_sku[ln["sku"]]["name"], "on_order_before": by_sku[ln["sku"]]["on_order"],
+             "on_order_after": by_sku[ln["sku"]]["on_order"] + ln["add_on_order"], "add_on_order": ln["add_on_order"]}
+            for ln in lines]
 
 
 def _diff_text(payload: dict[str, Any], diff: list[dict[str, Any]]) -> str:
@@ -208,8 +208,6 @@ class Stockroom(StockroomAPI):
     @staticmethod
     def tools() -> list[dict[str, Any]]:
         """The catalog as wire descriptors."""
-        from .catalog import tool_descriptor
-
         return [tool_descriptor(spec) for spec in TOOLS]
 
     # the one entry point ---------------------------------------------------------------------
@@ -329,16 +327,20 @@ class Stockroom(StockroomAPI):
             return self._ask_out_of_band(tx, outcome, payload)
         return self._settle_out_of_band(tx, outcome, payload, arguments["approval_id"])
 
-    def _ask(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _question(self, tx: Any, payload: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
+        """What the approver is asked, either era: the payload's digest, its diff and the message."""
         self._check_payload(tx, payload)
-        digest = payload_digest(payload)
+        diff = _diff(tx.items(), payload["lines"])
+        return payload_digest(payload), diff, _diff_text(payload, diff)
+
+    def _ask(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        digest, diff, message = self._question(tx, payload)
         state, _claims = seal_state(tx.secret(), tool=WRITE_TOOL, draft_id=payload["draft_id"], digest=digest,
                                     ledger_version=payload["ledger_version"], epoch=tx.epoch(), now=self._now)
-        diff = _diff(tx.items(), payload["lines"])
         outcome.kind = "input_required"
         outcome.input_requests = {APPROVAL_KEY: {"method": "elicitation/create", "params": {
             "mode": "form",
-            "message": _diff_text(payload, diff),
+            "message": message,
             "requestedSchema": {"type": "object", "properties": {
                 "note": {"type": "string", "title": "Note for the trace", "maxLength": _MAX_NOTE}}},
         }}}
@@ -347,16 +349,14 @@ class Stockroom(StockroomAPI):
 
     # the 2025-11-25 path: a person answers out of band, the agent's retry applies ------------------
     def _ask_out_of_band(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        self._check_payload(tx, payload)
-        digest = payload_digest(payload)
+        digest, diff, message = self._question(tx, payload)
         approval_id = tx.pending_approval_for(digest, self._now()) or tx.create_approval(
             draft_id=payload["draft_id"], digest=digest, ledger_version=payload["ledger_version"], payload=payload,
             expires=int(self._now()) + APPROVAL_TTL_SECONDS)
-        diff = _diff(tx.items(), payload["lines"])
         outcome.is_error = True
         outcome.structured = {
             "ok": False, "error": LEGACY_APPROVAL_ERROR, "approval_id": approval_id,
-            "message": _diff_text(payload, diff) + f"\nA person approves or rejects {approval_id} in the stockroom "
+            "message": message + f"\nA person approves or rejects {approval_id} in the stockroom "
                        f"({self._approver_hint(approval_id)}); then call commit_reorder again with the same arguments "
                        f"and approval_id.",
             "payload": payload, "diff": diff,
@@ -390,11 +390,9 @@ class Stockroom(StockroomAPI):
                                   "message": f"{approval_id} is still waiting for a person to approve or reject it"}
             return "asked", {"draft_id": payload["draft_id"], "approval_id": approval_id, "waiting": True}
         tx.set_approval_status(approval_id, "closed")
-        detail: dict[str, Any] = {"draft_id": payload["draft_id"], "approval_id": approval_id}
-        if status == "declined":
-            outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": tx.ledger_version()}
-            return "rejected", {**detail, "action": "decline", "payload": payload}
-        return self._apply(tx, outcome, payload, {**detail, "action": "accept"})
+        action = "accept" if status == "accepted" else "decline"
+        return self._conclude(tx, outcome, payload, action,
+                              {"draft_id": payload["draft_id"], "approval_id": approval_id, "action": action})
 
     def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
         """A person's answer to a pending 2025-11-25 approval (``accept``/``decline``), given out of band.
@@ -443,9 +441,13 @@ class Stockroom(StockroomAPI):
         detail: dict[str, Any] = {"draft_id": payload["draft_id"], "action": action, "_nonce": claims.nonce}
         if note:
             detail["note"] = note[:_MAX_NOTE]
+        return self._conclude(tx, outcome, payload, action, detail)
+
+    def _conclude(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any], action: str,
+                  detail: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """An answered approval, either era: anything but accept leaves the ledger and keeps the request."""
         if action != "accept":
-            version = tx.ledger_version()
-            outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": version}
+            outcome.structured = {"ok": False, "error": "mutation_blocked", "ledger_version": tx.ledger_version()}
             return "rejected", {**detail, "payload": payload}
         return self._apply(tx, outcome, payload, detail)
 
