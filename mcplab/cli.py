@@ -125,7 +125,8 @@ def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
-                             admin=False if args.no_admin else None, log_level=args.log_level) as srv:
+                             admin=False if args.no_admin else None, log_level=args.log_level,
+                             json_response=not args.sse) as srv:
             if not stop.is_set():
                 print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
                 stop.wait()
@@ -313,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(they are on by default only for loopback hosts)")
     stock.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default warning)")
+    stock.add_argument("--sse", action="store_true", help="answer as SSE streams (read_stock with a progress token "
+                       "streams one progress event per item); default: JSON")
     stock.set_defaults(func=_cmd_serve_stockroom)
 
     room = sub.add_parser("stockroom", help="inspect or reset a stockroom database")

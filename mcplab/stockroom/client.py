@@ -91,7 +91,9 @@ class StockroomClient(StockroomAPI):
         response = self._response_of(reply)
         self.history.append(_sealed_tokens_shortened(redact({"request": body, "status": reply.status_code, "response": response})))
         try:
-            validate_response(response, body, status=reply.status_code, headers=list(reply.headers.items()), era=self.era)
+            # the raw body: an SSE answer is judged as a whole stream (related events, then the response)
+            validate_response(reply.content, body, status=reply.status_code, headers=list(reply.headers.items()),
+                              era=self.era)
         except ProtocolViolation as violation:
             raise StockroomConnectionError(f"{self.url} broke the protocol ({violation.case}): {violation}") from None
         return response

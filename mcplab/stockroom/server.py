@@ -24,12 +24,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import mcp_types as t
 import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -41,7 +43,8 @@ from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "build_server", "build_app", "serve_stockroom", "RunningServer", "ServeError"]
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "STREAM_TOOL", "PROGRESS_INTERVAL_SECONDS", "build_server", "build_app",
+           "serve_stockroom", "RunningServer", "ServeError"]
 
 SERVER_NAME = "mcplab-stockroom"
 INSTRUCTIONS = (
@@ -50,6 +53,13 @@ INSTRUCTIONS = (
     "input_required with the diff). Tools outside the allow-list are denied."
 )
 _STARTUP_SECONDS = 10.0
+#: The read-only tool that streams: with ``params._meta.progressToken`` it sends one
+#: ``notifications/progress`` per item before its result (SSE when the app answers with SSE).
+STREAM_TOOL = "read_stock"
+#: Pacing between read_stock's progress events (and before its result): the stream lasts about
+#: ``len(items) * PROGRESS_INTERVAL_SECONDS``, long enough that a buffering proxy shows (first-event
+#: latency close to the whole duration) while a direct stream's first event arrives at once.
+PROGRESS_INTERVAL_SECONDS = 0.05
 
 
 class ServeError(MCPLabError):
@@ -76,8 +86,28 @@ def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
                             is_error=outcome.is_error)
 
 
-def build_server(stockroom: Stockroom) -> Server:
-    """The low-level MCP ``Server`` for ``stockroom`` (tools only)."""
+async def _stream_progress(ctx: Any, items: list[dict[str, Any]], interval: float) -> None:
+    """One ``notifications/progress`` per item, ``interval`` apart, then ``interval`` before the result.
+
+    Only when the request carries a progress token: without one the call answers at once. The
+    items come from the one consistent read already recorded, so streaming adds no trace row.
+    """
+    if progress_token_from_params(ctx.params) is None:
+        return
+    total = len(items)
+    for index, item in enumerate(items, start=1):
+        if index > 1:
+            await anyio.sleep(interval)
+        await ctx.session.report_progress(index, total, f"{item['sku']}: {item['on_hand']} on hand")
+    await anyio.sleep(interval)
+
+
+def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Server:
+    """The low-level MCP ``Server`` for ``stockroom`` (tools only).
+
+    ``read_stock`` with a progress token streams its items as progress (see :data:`STREAM_TOOL`),
+    ``progress_interval`` seconds apart.
+    """
     tools = [t.Tool.model_validate(descriptor) for descriptor in stockroom.tools()]
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
@@ -94,6 +124,8 @@ def build_server(stockroom: Stockroom) -> Server:
             era="modern" if modern else "legacy",
             client_capabilities=capabilities or {},
         ))
+        if params.name == STREAM_TOOL and outcome.kind == "complete":
+            await _stream_progress(ctx, outcome.structured["items"], progress_interval)
         return _to_wire(outcome)
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
@@ -163,15 +195,19 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
 
 
 def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
-              json_response: bool = True, admin: bool = True) -> Any:
+              json_response: bool = True, admin: bool = True,
+              progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Any:
     """The Starlette app: stateless MCP at ``/mcp`` (both eras), plus the admin routes when ``admin``.
 
     DNS-rebinding protection (Host and Origin checks) stays on for loopback hosts and guards the
     admin routes too; ``allowed_hosts`` adds ``Host`` values (``name:port`` or ``name:*``) for use
-    behind a proxy such as Binder's.
+    behind a proxy such as Binder's. ``json_response=False`` answers as SSE whenever the handler
+    emits notifications (read_stock with a progress token); requests that emit none still get JSON
+    on the 2026-07-28 path (the SDK decides), and the 2025-11-25 path answers every request as SSE.
     """
     security = _security(host, allowed_hosts)
-    server = build_server(stockroom)
+    # A JSON answer carries no progress (the SDK drops it), so only a stream is paced.
+    server = build_server(stockroom, progress_interval=0.0 if json_response else progress_interval)
     return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                       transport_security=security,
                                       custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
@@ -203,12 +239,14 @@ def _is_loopback(host: str) -> bool:
 @contextmanager
 def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: str = "127.0.0.1", port: int = 0,
                     json_response: bool = True, admin: bool | None = None, allowed_hosts: Sequence[str] = (),
-                    log_level: str = "warning") -> Iterator[RunningServer]:
+                    log_level: str = "warning",
+                    progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Iterator[RunningServer]:
     """Run the stockroom under uvicorn in a daemon thread for the ``with`` block; stop it after.
 
     ``db`` is a database path, ``":memory:"`` or a :class:`Stockroom`. ``port=0`` picks a free
     port. The admin routes default to on only for loopback hosts. The thread dies with the
-    process (a notebook kernel), so nothing outlives its owner.
+    process (a notebook kernel), so nothing outlives its owner. ``json_response=False`` serves SSE
+    streams (see :func:`build_app`).
     """
     stockroom = db if isinstance(db, Stockroom) else Stockroom(Ledger(db))
     admin = _is_loopback(host) if admin is None else admin
@@ -223,7 +261,8 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
         sock.close()
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound_port = sock.getsockname()[1]
-    app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin)
+    app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin,
+                    progress_interval=progress_interval)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"stockroom:{bound_port}", daemon=True)
     thread.start()
