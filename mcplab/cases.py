@@ -105,6 +105,8 @@ _TABLE: tuple[Case, ...] = (
     _C("negative-sse-server-request", "a 2026-07-28 event stream that carries a server-to-client request", "client", INVALID_REQUEST),
     _C("negative-sse-unrelated-notification", "a progress notification in a stream for another request's progressToken", "client", INVALID_REQUEST),
     _C("negative-sse-buffered", "the stream held back and released at once", "intermediary", INVALID_REQUEST),
+    _C("negative-sse-stream-regressed", "a candidate's stream first-event latency or duration above its ceiling or its accepted baseline", "client", INVALID_REQUEST),
+    _C("negative-sse-events-lost", "a candidate's streams carry fewer events than the minimum or their accepted baseline", "client", INVALID_REQUEST),
     # era selection decisions
     _C("era-strict-modern-proven", "strict mode chose modern on proof (discover success or a modern error)"),
     _C("era-strict-unproven", "strict mode saw no proof of modern behaviour and chose no era"),

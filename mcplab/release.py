@@ -1,8 +1,9 @@
 """The release gate: protocol conformance is necessary, not sufficient.
 
 Design: a candidate is promoted only when transcript, SDK-diff, proxy and health evidence all
-pass AND a signed rollback target is proven first; a failing candidate rolls back only to a
-proven target, otherwise traffic halts. Readiness is the boolean ``True``, never truthiness.
+pass AND a signed rollback target is proven first; a failing candidate rolls back only to the
+first proven target offered (a regressed stream also needs a target whose signed health observed
+streams), otherwise traffic halts. Readiness is the boolean ``True``, never truthiness.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .sdkview import compare_sdk_view
 
 __all__ = [
     "HealthPolicy",
+    "STREAM_FIELDS",
     "evaluate_health",
     "ROLLBACK_PIN_FIELDS",
     "CERTIFICATE_ALGORITHM",
@@ -48,7 +50,17 @@ class HealthPolicy:
     fraction. ``latency_percentile`` / ``max_latency_ms``: the nearest-rank percentile of
     latency and its ceiling. ``max_saturation``: highest resource saturation (0..1) seen in any
     sample. ``min_duration_s``: shortest observed span (last ``t`` minus first ``t``).
-    ``max_regression_ratio``: highest allowed latency relative to an accepted baseline.
+    ``max_regression_ratio``: highest allowed latency relative to an accepted baseline (also
+    for a stream's first-event latency and duration).
+
+    Stream thresholds apply only to samples that carry stream metrics (see
+    :func:`evaluate_health`): ``max_first_event_ratio``: highest first-event latency as a
+    fraction of the stream's duration, over streams of two or more events (a buffering
+    intermediary delivers everything at the end, a ratio near 1). ``max_first_event_ms`` /
+    ``max_stream_duration_ms``: optional ceilings (``None``: not checked) on the percentile of
+    first-event latency and stream duration. ``min_stream_events``: fewest events any stream
+    may carry. ``min_event_ratio``: the fewest events relative to the baseline's fewest (1.0:
+    a candidate may not lose events its baseline streamed).
     """
 
     min_samples: int = 20
@@ -58,14 +70,24 @@ class HealthPolicy:
     max_saturation: float = 0.8
     min_duration_s: float = 60.0
     max_regression_ratio: float = 1.5
+    max_first_event_ratio: float = 0.8
+    max_first_event_ms: float | None = None
+    max_stream_duration_ms: float | None = None
+    min_stream_events: int = 1
+    min_event_ratio: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.latency_percentile <= 100.0:
             raise ValueError("latency_percentile must be in (0, 100]")
         for name in ("min_samples", "max_error_rate", "max_latency_ms", "max_saturation",
-                     "min_duration_s", "max_regression_ratio"):
+                     "min_duration_s", "max_regression_ratio", "min_stream_events", "min_event_ratio"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
+        for name in ("max_first_event_ms", "max_stream_duration_ms"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                raise ValueError(f"{name} must be None or not negative")
+        if not 0.0 <= self.max_first_event_ratio <= 1.0:
+            raise ValueError("max_first_event_ratio must be within 0..1")
 
     def to_dict(self) -> dict[str, Any]:
         """The policy as a JSON dict with camelCase keys."""
@@ -77,6 +99,11 @@ class HealthPolicy:
             "maxSaturation": self.max_saturation,
             "minDurationS": self.min_duration_s,
             "maxRegressionRatio": self.max_regression_ratio,
+            "maxFirstEventRatio": self.max_first_event_ratio,
+            "maxFirstEventMs": self.max_first_event_ms,
+            "maxStreamDurationMs": self.max_stream_duration_ms,
+            "minStreamEvents": self.min_stream_events,
+            "minEventRatio": self.min_event_ratio,
         }
 
 
@@ -105,6 +132,45 @@ def _nearest_rank(values: list[float], percentile: float) -> float:
     return ordered[rank - 1]
 
 
+#: Optional per-sample fields of a streamed (SSE) request; a sample carries all three or none.
+STREAM_FIELDS: tuple[str, ...] = ("streamDurationMs", "firstEventMs", "eventCount")
+
+
+def _stream_sample(sample: Mapping[str, Any], index: int) -> tuple[float, float, int] | None:
+    """``(durationMs, firstEventMs, eventCount)`` of a streamed sample, ``None`` for a plain one."""
+    present = [key for key in STREAM_FIELDS if sample.get(key) is not None]
+    if not present:
+        return None
+    if len(present) < len(STREAM_FIELDS):
+        missing = next(key for key in STREAM_FIELDS if key not in present)
+        raise EvidenceError(f"health sample {index}: field {missing!r} is missing (stream fields come together)")
+    duration, first = _number(sample, index, "streamDurationMs"), _number(sample, index, "firstEventMs")
+    if duration < 0 or first < 0:
+        raise EvidenceError(f"health sample {index}: stream times must not be negative")
+    if first > duration:
+        raise EvidenceError(f"health sample {index}: field 'firstEventMs' must not exceed 'streamDurationMs'")
+    count = sample["eventCount"]
+    if not is_json_integer(count) or count < 0:
+        raise EvidenceError(f"health sample {index}: field 'eventCount' must be a non-negative integer, got {count!r}")
+    return duration, first, int(count)
+
+
+def _stream_metrics(streams: list[tuple[float, float, int]], percentile: float) -> dict[str, Any]:
+    """Percentiles of first-event latency, duration and their ratio; the fewest events in any stream.
+
+    The ratio is taken only over streams of two or more events: a one-event stream arrives
+    all at once by nature, so it says nothing about buffering.
+    """
+    ratios = [first / duration if duration else 1.0 for duration, first, count in streams if count >= 2]
+    return {
+        "samples": len(streams),
+        "firstEventMs": _nearest_rank([first for _, first, _ in streams], percentile),
+        "durationMs": _nearest_rank([duration for duration, _, _ in streams], percentile),
+        "firstEventRatio": _nearest_rank(ratios, percentile) if ratios else None,
+        "minEvents": min(count for _, _, count in streams),
+    }
+
+
 def evaluate_health(
     samples: Sequence[Mapping[str, Any]],
     policy: HealthPolicy = HealthPolicy(),
@@ -113,15 +179,22 @@ def evaluate_health(
     """Judge a health window.
 
     ``samples`` are dicts ``{"t": seconds since window start, "latencyMs": float,
-    "error": bool, "saturation": 0..1 (optional)}``. The latency percentile uses the
-    nearest-rank method (see :func:`_nearest_rank`). ``baseline`` is an accepted earlier
-    ``metrics`` dict (or a whole earlier result): the window regresses when its latency exceeds
-    ``baseline latencyMs * max_regression_ratio`` or its error rate exceeds
-    ``baseline errorRate + max_error_rate``.
+    "error": bool, "saturation": 0..1 (optional)}``; a streamed (SSE) request adds
+    ``streamDurationMs``, ``firstEventMs`` (request sent to first event) and ``eventCount``
+    (all three or none). The latency percentile uses the nearest-rank method (see
+    :func:`_nearest_rank`). ``baseline`` is an accepted earlier ``metrics`` dict (or a whole
+    earlier result): the window regresses when its latency exceeds ``baseline latencyMs *
+    max_regression_ratio`` or its error rate exceeds ``baseline errorRate + max_error_rate``;
+    with stream metrics on both sides, likewise for first-event latency and stream duration,
+    and when the fewest events fall below ``baseline minEvents * min_event_ratio``.
 
-    Returns ``{"healthy", "reasons", "metrics", "policy", "baseline"}``; ``healthy`` is the
-    boolean ``True`` only when no reason was found. Malformed samples or baseline raise
-    :class:`~mcplab.errors.EvidenceError` naming the index and field.
+    Returns ``{"healthy", "reasons", "metrics", "streamFindings", "policy", "baseline"}``;
+    ``metrics["stream"]`` exists only when some sample was streamed; ``streamFindings`` lists
+    each stream reason as ``{"case", "metric", "value", "limit", "message"}`` under a stable
+    case name (``negative-sse-buffered``, ``negative-sse-stream-regressed``,
+    ``negative-sse-events-lost``). ``healthy`` is the boolean ``True`` only when no reason was
+    found. Malformed samples or baseline raise :class:`~mcplab.errors.EvidenceError` naming the
+    index and field.
     """
     if isinstance(samples, (str, bytes, Mapping)) or not isinstance(samples, Sequence):
         raise EvidenceError(f"health samples must be a list of objects, got {type(samples).__name__}")
@@ -129,6 +202,7 @@ def evaluate_health(
     latencies: list[float] = []
     errors = 0
     saturations: list[float] = []
+    streams: list[tuple[float, float, int]] = []
     for index, sample in enumerate(samples):
         if not isinstance(sample, Mapping):
             raise EvidenceError(f"health sample {index}: must be an object, got {type(sample).__name__}")
@@ -149,6 +223,9 @@ def evaluate_health(
             if not 0.0 <= saturation <= 1.0:
                 raise EvidenceError(f"health sample {index}: field 'saturation' must be within 0..1")
             saturations.append(saturation)
+        stream = _stream_sample(sample, index)
+        if stream is not None:
+            streams.append(stream)
 
     n = len(latencies)
     metrics: dict[str, Any] = {
@@ -159,6 +236,8 @@ def evaluate_health(
         "durationS": max(times) - min(times) if n else 0.0,
         "maxSaturation": max(saturations) if saturations else None,
     }
+    if streams:
+        metrics["stream"] = _stream_metrics(streams, policy.latency_percentile)
     reasons = _health_reasons(metrics, policy)
     base = _baseline_metrics(baseline, policy) if baseline is not None else None
     if base is not None and n:
@@ -175,13 +254,52 @@ def evaluate_health(
                 f"error rate {metrics['errorRate']:g} regressed above baseline "
                 f"{base['errorRate']:g} + {policy.max_error_rate:g} = {limit:g}"
             )
+    findings = _stream_findings(metrics.get("stream"), policy, (base or {}).get("stream"))
+    reasons.extend(finding["message"] for finding in findings)
     return {
         "healthy": not reasons,
         "reasons": reasons,
         "metrics": metrics,
+        "streamFindings": findings,
         "policy": policy.to_dict(),
         "baseline": base,
     }
+
+
+def _finding(case: str, metric: str, value: float, limit: float, message: str) -> dict[str, Any]:
+    return {"case": case, "metric": metric, "value": value, "limit": limit, "message": message}
+
+
+def _stream_findings(stream: Mapping[str, Any] | None, policy: HealthPolicy,
+                     base: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The stream's reasons, each under its case: buffered, slower (ceiling or baseline), fewer events."""
+    if stream is None:
+        return []
+    p = _pct(policy.latency_percentile)
+    found: list[dict[str, Any]] = []
+    ratio = stream["firstEventRatio"]
+    if ratio is not None and ratio > policy.max_first_event_ratio:
+        found.append(_finding("negative-sse-buffered", "firstEventRatio", ratio, policy.max_first_event_ratio,
+                              f"stream {p} first event at {ratio:.2f} of the stream's duration, above maximum "
+                              f"{policy.max_first_event_ratio:g}: held back and released at once"))
+    for metric, label, ceiling in (("firstEventMs", "first-event latency", policy.max_first_event_ms),
+                                   ("durationMs", "duration", policy.max_stream_duration_ms)):
+        if ceiling is not None and stream[metric] > ceiling:
+            found.append(_finding("negative-sse-stream-regressed", metric, stream[metric], ceiling,
+                                  f"stream {p} {label} {stream[metric]:g} ms above maximum {ceiling:g} ms"))
+        if base is not None and stream[metric] > (limit := base[metric] * policy.max_regression_ratio):
+            found.append(_finding("negative-sse-stream-regressed", metric, stream[metric], limit,
+                                  f"stream {p} {label} {stream[metric]:g} ms regressed above baseline "
+                                  f"{base[metric]:g} ms x {policy.max_regression_ratio:g} = {limit:g} ms"))
+    if stream["minEvents"] < policy.min_stream_events:
+        found.append(_finding("negative-sse-events-lost", "minEvents", stream["minEvents"], policy.min_stream_events,
+                              f"a stream carried {stream['minEvents']} events, fewer than the minimum "
+                              f"{policy.min_stream_events}"))
+    if base is not None and stream["minEvents"] < (limit := base["minEvents"] * policy.min_event_ratio):
+        found.append(_finding("negative-sse-events-lost", "minEvents", stream["minEvents"], limit,
+                              f"a stream carried {stream['minEvents']} events, fewer than baseline "
+                              f"{base['minEvents']:g} x {policy.min_event_ratio:g} = {limit:g}"))
+    return found
 
 
 def _pct(percentile: float) -> str:
@@ -213,17 +331,27 @@ def _health_reasons(metrics: Mapping[str, Any], policy: HealthPolicy) -> list[st
     return reasons
 
 
-def _baseline_metrics(baseline: Mapping[str, Any], policy: HealthPolicy) -> dict[str, float]:
+def _baseline_numbers(values: Mapping[str, Any], keys: Sequence[str], where: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key in keys:
+        value = values.get(key)
+        if not _finite(value):
+            raise EvidenceError(f"health baseline: field {where}{key!r} must be a finite number, got {value!r}")
+        out[key] = float(value)
+    return out
+
+
+def _baseline_metrics(baseline: Mapping[str, Any], policy: HealthPolicy) -> dict[str, Any]:
     if not isinstance(baseline, Mapping):
         raise EvidenceError(f"health baseline must be a metrics object, got {type(baseline).__name__}")
     if isinstance(baseline.get("metrics"), Mapping):
         baseline = baseline["metrics"]
-    out: dict[str, float] = {}
-    for key in ("latencyMs", "errorRate"):
-        value = baseline.get(key)
-        if not _finite(value):
-            raise EvidenceError(f"health baseline: field {key!r} must be a finite number, got {value!r}")
-        out[key] = float(value)
+    out: dict[str, Any] = _baseline_numbers(baseline, ("latencyMs", "errorRate"), "")
+    stream = baseline.get("stream")
+    if stream is not None:
+        if not isinstance(stream, Mapping):
+            raise EvidenceError(f"health baseline: field 'stream' must be an object, got {type(stream).__name__}")
+        out["stream"] = _baseline_numbers(stream, ("firstEventMs", "durationMs", "minEvents"), "stream.")
     percentile = baseline.get("latencyPercentile")
     if percentile is not None and percentile != policy.latency_percentile:
         raise EvidenceError(
@@ -464,8 +592,23 @@ def _evidence_list(value: Any) -> list[Any] | None:
     return list(value)
 
 
+def _rollback_targets(rollback: Any) -> list[Any]:
+    """The offered targets in order: one evidence object, a list of them, or none (``[None]``)."""
+    if isinstance(rollback, (list, tuple)):
+        return list(rollback) or [None]
+    return [rollback]
+
+
+def _observed_streams(health: Any) -> bool:
+    """True when signed health metrics record at least one streamed sample."""
+    metrics = health.get("metrics") if isinstance(health, Mapping) else None
+    stream = metrics.get("stream") if isinstance(metrics, Mapping) else None
+    samples = stream.get("samples") if isinstance(stream, Mapping) else None
+    return is_json_integer(samples) and samples > 0
+
+
 class ReleaseGate:
-    """Decide promote / rollback / halt from candidate evidence and a rollback target.
+    """Decide promote / rollback / halt from candidate evidence and one or more rollback targets.
 
     The gate judges raw evidence itself with the same core functions as everything else: the
     SDK diff is recomputed from each ``{raw, view}`` pair with the policy's allowed drops, and
@@ -483,7 +626,7 @@ class ReleaseGate:
         sdk_evidence: Sequence[Mapping[str, Any]],
         proxy_captures: Sequence[Mapping[str, Any]],
         health_samples: Sequence[Mapping[str, Any]] | None,
-        rollback: Mapping[str, Any] | None,
+        rollback: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
         health_baseline: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> dict[str, Any]:
@@ -494,15 +637,25 @@ class ReleaseGate:
         exception?}`` per high-risk result (``view`` is ``None`` when the SDK refused it);
         ``proxy_captures``: ``{ingress, origin, egress, label?}``; ``health_samples``: the raw
         health window, judged here with ``policy.health`` (and ``health_baseline``);
-        ``rollback``: signed rollback evidence or ``None``; ``now``: the decision time for the
-        rollback evidence's validity window (default: current UTC time).
+        ``rollback``: signed rollback evidence, a list of them (candidate targets in order of
+        preference) or ``None``; ``now``: the decision time for the rollback evidence's
+        validity window (default: current UTC time).
+
+        The gate rolls back only to the FIRST target whose evidence is complete and verified.
+        When the candidate's stream regressed (a ``streamFindings`` entry in its health), a
+        target is complete only if its signed ``health.metrics.stream`` shows streams were
+        observed: a window that never saw a stream cannot prove the stream works there.
 
         Returns ``{"action", "reasons", "candidatePassed", "health", "rollbackReady",
-        "rollbackProblems", "sdkDiffs", "proxyFindings", "allowedDrops", "unusedAllowedDrops"}``. ``action`` is
-        ``"promote"`` (candidate passes, rollback proven), ``"rollback"`` (candidate fails,
-        rollback proven) or ``"halt"`` (rollback not proven: never guess). ``allowedDrops`` are
-        the policy's drops some diff actually showed; ``unusedAllowedDrops`` the rest (a stale
-        excuse to remove; reported, not blocking).
+        "rollbackProblems", "rollbackTarget", "rollbackCandidates", "sdkDiffs", "proxyFindings",
+        "allowedDrops", "unusedAllowedDrops"}``. ``action`` is ``"promote"`` (candidate passes,
+        rollback proven), ``"rollback"`` (candidate fails, rollback proven) or ``"halt"``
+        (rollback not proven: never guess). ``rollbackTarget`` is ``{"index", "version"}`` of the
+        chosen target or ``None``; ``rollbackCandidates`` has ``{"index", "version", "ready",
+        "problems"}`` for every offered target (why each was rejected); ``rollbackProblems`` is
+        empty when a target was chosen, else every target's problems (prefixed ``target #i:``
+        when several were offered). ``allowedDrops`` are the policy's drops some diff actually
+        showed; ``unusedAllowedDrops`` the rest (a stale excuse to remove; reported, not blocking).
         """
         reasons = _guarded("transcript", self._transcript_reasons, transcripts)
         sdk_reasons, diffs, tolerated = _guarded("SDK", self._sdk_reasons, sdk_evidence, shape=lambda r: ([r], [], set()))
@@ -513,8 +666,17 @@ class ReleaseGate:
         reasons += sdk_reasons + proxy_reasons + health_reasons
         candidate_passed = not reasons
 
-        rollback_problems = _guarded("rollback", rollback_evidence_problems, rollback, self.policy.trusted_signers, now)
-        rollback_ready = not rollback_problems
+        stream_regressed = bool(health and health["streamFindings"])
+        candidates = [self._judge_target(index, target, now, stream_regressed)
+                      for index, target in enumerate(_rollback_targets(rollback))]
+        chosen = next((c for c in candidates if c["ready"]), None)
+        rollback_ready = chosen is not None
+        if chosen is not None:
+            rollback_problems: list[str] = []
+        elif len(candidates) == 1:
+            rollback_problems = list(candidates[0]["problems"])
+        else:
+            rollback_problems = [f"target #{c['index']}: {p}" for c in candidates for p in c["problems"]]
         if rollback_ready:
             action = "promote" if candidate_passed else "rollback"
         else:
@@ -530,11 +692,22 @@ class ReleaseGate:
             "health": health,
             "rollbackReady": rollback_ready,
             "rollbackProblems": rollback_problems,
+            "rollbackTarget": {"index": chosen["index"], "version": chosen["version"]} if chosen else None,
+            "rollbackCandidates": candidates,
             "sdkDiffs": diffs,
             "proxyFindings": findings,
             "allowedDrops": sorted(tolerated),
             "unusedAllowedDrops": sorted(set(self.policy.allowed_drops) - tolerated),
         }
+
+    def _judge_target(self, index: int, target: Any, now: datetime | None, stream_regressed: bool) -> dict[str, Any]:
+        problems = _guarded("rollback", rollback_evidence_problems, target, self.policy.trusted_signers, now)
+        if stream_regressed and isinstance(target, Mapping) and not _observed_streams(target.get("health")):
+            problems.append("health.metrics.stream: the candidate's stream regressed and this target's signed "
+                            "health never observed a stream")
+        version = target.get("version") if isinstance(target, Mapping) else None
+        return {"index": index, "version": version if isinstance(version, str) else None,
+                "ready": not problems, "problems": problems}
 
     @staticmethod
     def _transcript_reasons(transcripts: Any) -> list[str]:

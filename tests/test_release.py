@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -533,3 +534,180 @@ def test_naive_timestamps_are_refused():
 def test_signer_keys_must_be_bytes():
     with pytest.raises(ValueError, match="bytes key"):
         ReleasePolicy(trusted_signers={"release-controller": "not-bytes"})
+
+
+# ------------------------------------------------------------------ stream metrics (SSE) in the health window
+
+
+def stream_window(n=30, *, first=30.0, duration=330.0, events=7, **kwargs):
+    """``window()`` whose samples were streamed: first event at ``first`` ms of a ``duration`` ms stream."""
+    return [{**s, "firstEventMs": first, "streamDurationMs": duration, "eventCount": events} for s in window(n, **kwargs)]
+
+
+def cases_of(result):
+    return [f["case"] for f in result["streamFindings"]]
+
+
+def test_a_healthy_stream_window_reports_stream_metrics():
+    result = evaluate_health(stream_window())
+    assert result["healthy"] is True and result["streamFindings"] == []
+    assert result["metrics"]["stream"] == {"samples": 30, "firstEventMs": 30.0, "durationMs": 330.0,
+                                           "firstEventRatio": 30.0 / 330.0, "minEvents": 7}
+    assert result["policy"]["maxFirstEventRatio"] == 0.8 and result["policy"]["minStreamEvents"] == 1
+    json.dumps(result, allow_nan=False)
+
+
+def test_a_plain_window_has_no_stream_metrics():
+    result = healthy_result()
+    assert "stream" not in result["metrics"] and result["streamFindings"] == []
+
+
+def test_stream_percentiles_use_nearest_rank_and_mixed_windows_count_only_streams():
+    samples = window(n=10)
+    for i, first in enumerate([10, 20, 30, 40, 300]):
+        samples[i].update(firstEventMs=float(first), streamDurationMs=400.0, eventCount=5 + i)
+    stream = evaluate_health(samples, HealthPolicy(min_samples=1, latency_percentile=50))["metrics"]["stream"]
+    assert stream == {"samples": 5, "firstEventMs": 30.0, "durationMs": 400.0, "firstEventRatio": 30.0 / 400.0,
+                      "minEvents": 5}
+
+
+def test_a_buffered_stream_is_named():
+    result = evaluate_health(stream_window(first=329.0))
+    assert result["healthy"] is False and cases_of(result) == ["negative-sse-buffered"]
+    assert result["reasons"] == [result["streamFindings"][0]["message"]]
+    assert "first event at 1.00 of the stream's duration, above maximum 0.8" in result["reasons"][0]
+    assert evaluate_health(stream_window(first=264.0))["healthy"] is True  # 0.8 exactly: inclusive
+
+
+def test_one_event_streams_say_nothing_about_buffering():
+    result = evaluate_health(stream_window(first=5.0, duration=5.0, events=1))
+    assert result["healthy"] is True and result["metrics"]["stream"]["firstEventRatio"] is None
+
+
+def test_stream_ceilings_are_optional_and_named():
+    assert evaluate_health(stream_window(), HealthPolicy(max_first_event_ms=None))["healthy"] is True
+    result = evaluate_health(stream_window(), HealthPolicy(max_first_event_ms=20.0, max_stream_duration_ms=300.0))
+    assert cases_of(result) == ["negative-sse-stream-regressed"] * 2
+    assert [f["metric"] for f in result["streamFindings"]] == ["firstEventMs", "durationMs"]
+    assert "stream p99 first-event latency 30 ms above maximum 20 ms" in result["reasons"]
+
+
+def test_stream_regression_against_the_baseline():
+    baseline = evaluate_health(stream_window())
+    assert evaluate_health(stream_window(first=45.0, duration=495.0), baseline=baseline)["healthy"] is True
+    result = evaluate_health(stream_window(first=46.0, duration=496.0), baseline=baseline)
+    assert cases_of(result) == ["negative-sse-stream-regressed"] * 2
+    assert "stream p99 duration 496 ms regressed above baseline 330 ms x 1.5 = 495 ms" in result["reasons"]
+    assert result["baseline"]["stream"] == {"firstEventMs": 30.0, "durationMs": 330.0, "minEvents": 7.0}
+
+
+def test_lost_events_against_the_minimum_and_the_baseline():
+    baseline = evaluate_health(stream_window(events=7))["metrics"]
+    result = evaluate_health(stream_window(events=6), baseline=baseline)
+    assert cases_of(result) == ["negative-sse-events-lost"]
+    assert "a stream carried 6 events, fewer than baseline 7 x 1 = 7" in result["reasons"][0]
+    empty = evaluate_health(stream_window(first=0.0, duration=0.0, events=0))
+    assert cases_of(empty) == ["negative-sse-events-lost"] and "fewer than the minimum 1" in empty["reasons"][0]
+
+
+def test_a_baseline_without_streams_compares_only_latency_and_errors():
+    result = evaluate_health(stream_window(first=400.0, duration=450.0), HealthPolicy(max_first_event_ratio=1.0),
+                             baseline=healthy_result())
+    assert result["healthy"] is True and result["baseline"] == {"latencyMs": 100.0, "errorRate": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda s: s.pop("eventCount"), "sample 3: field 'eventCount' is missing (stream fields come together)"),
+        (lambda s: s.update(firstEventMs=None), "sample 3: field 'firstEventMs' is missing"),
+        (lambda s: s.update(firstEventMs=400.0), "sample 3: field 'firstEventMs' must not exceed 'streamDurationMs'"),
+        (lambda s: s.update(streamDurationMs="1"), "sample 3: field 'streamDurationMs' must be a finite number"),
+        (lambda s: s.update(firstEventMs=-1.0), "sample 3: stream times must not be negative"),
+        (lambda s: s.update(eventCount=2.5), "sample 3: field 'eventCount' must be a non-negative integer"),
+        (lambda s: s.update(eventCount=True), "sample 3: field 'eventCount' must be a non-negative integer"),
+        (lambda s: s.update(eventCount=-1), "sample 3: field 'eventCount' must be a non-negative integer"),
+    ],
+)
+def test_malformed_stream_fields_raise_naming_index_and_field(mutate, words):
+    samples = stream_window()
+    mutate(samples[3])
+    with pytest.raises(EvidenceError, match=re.escape(words)):
+        evaluate_health(samples)
+
+
+def test_a_malformed_stream_baseline_raises():
+    with pytest.raises(EvidenceError, match="stream.'minEvents'"):
+        evaluate_health(stream_window(), baseline={"latencyMs": 1.0, "errorRate": 0.0, "stream": {"firstEventMs": 1.0,
+                                                                                                   "durationMs": 2.0}})
+
+
+@pytest.mark.parametrize("policy", [{"max_first_event_ratio": 1.5}, {"max_first_event_ms": -1.0}, {"min_event_ratio": -1}])
+def test_bad_stream_policy_is_rejected(policy):
+    with pytest.raises(ValueError):
+        HealthPolicy(**policy)
+
+
+# ------------------------------------------------------------------ choosing a rollback target
+
+STREAM_HEALTH = {"healthy": True, "metrics": evaluate_health(stream_window())["metrics"]}
+
+
+def test_a_single_target_is_reported_as_the_choice():
+    result = decide()
+    assert result["rollbackTarget"] == {"index": 0, "version": "1.4.2"}
+    assert result["rollbackCandidates"] == [{"index": 0, "version": "1.4.2", "ready": True, "problems": []}]
+
+
+def test_the_first_proven_target_is_chosen_and_the_others_say_why_not():
+    expired = rollback_evidence(version="1.4.1", expiresAt=(NOW - timedelta(minutes=1)).isoformat())
+    result = decide(proxy_captures=[BAD_PROXY], rollback=[expired, rollback_evidence(), rollback_evidence(version="1.4.0")])
+    assert result["action"] == "rollback"
+    assert result["rollbackTarget"] == {"index": 1, "version": "1.4.2"}
+    assert result["rollbackProblems"] == []
+    first = result["rollbackCandidates"][0]
+    assert first["ready"] is False and any("expired" in p for p in first["problems"])
+    assert [c["ready"] for c in result["rollbackCandidates"]] == [False, True, True]
+
+
+def test_no_proven_target_among_several_halts_and_lists_each():
+    result = decide(rollback=[None, rollback_evidence(registryState="retired")])
+    assert result["action"] == "halt" and result["rollbackTarget"] is None
+    assert result["rollbackProblems"] == ["target #0: rollback evidence: missing",
+                                          "target #1: registryState: must be 'active', got 'retired'"]
+
+
+def test_an_empty_target_list_is_missing_evidence():
+    result = decide(rollback=[])
+    assert result["action"] == "halt" and result["rollbackProblems"] == ["rollback evidence: missing"]
+
+
+def test_a_regressed_stream_rolls_back_only_to_a_target_that_observed_streams():
+    blind = rollback_evidence(version="1.4.1")  # healthy, signed, but its window never saw a stream
+    streaming = rollback_evidence(version="1.4.0", health=STREAM_HEALTH)
+    result = decide(health_samples=stream_window(first=329.0), rollback=[blind, streaming])
+    assert result["action"] == "rollback" and result["candidatePassed"] is False
+    assert [f["case"] for f in result["health"]["streamFindings"]] == ["negative-sse-buffered"]
+    assert result["rollbackTarget"] == {"index": 1, "version": "1.4.0"}
+    assert result["rollbackCandidates"][0]["problems"] == [
+        "health.metrics.stream: the candidate's stream regressed and this target's signed health never observed a stream"]
+
+
+def test_a_regressed_stream_with_no_streaming_target_halts():
+    result = decide(health_samples=stream_window(events=0, first=0.0, duration=0.0), rollback=rollback_evidence())
+    assert result["action"] == "halt"
+    assert result["rollbackProblems"][0].startswith("health.metrics.stream:")
+    assert "halting traffic" in result["reasons"][-1]
+
+
+def test_a_healthy_stream_does_not_demand_stream_evidence_from_the_target():
+    result = decide(health_samples=stream_window())
+    assert result["action"] == "promote" and result["rollbackTarget"]["version"] == "1.4.2"
+
+
+def test_tampered_stream_health_on_a_target_breaks_its_signature():
+    target = rollback_evidence(health=STREAM_HEALTH)
+    target["health"] = {"healthy": True, "metrics": {"stream": {"samples": 999}}}
+    result = decide(health_samples=stream_window(first=329.0), rollback=target)
+    assert result["action"] == "halt"
+    assert any(p.startswith("certificate.signature") for p in result["rollbackProblems"])

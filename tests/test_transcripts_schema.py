@@ -75,8 +75,9 @@ ERROR_DEFS: dict[int, tuple[str, str]] = {
 }
 ERROR_STATUS = {-32020: 400, -32021: 400, -32022: 400, -32602: 400, -32600: 400, -32700: 400, -32601: 404}
 
-#: Registry families that are covered elsewhere (stockroom server, SSE captures, era decisions).
-NOT_IN_SUITE = ("negative-stockroom", "golden-stockroom", "negative-sse-buffered", "era-")
+#: Registry families that are covered elsewhere (stockroom server, SSE captures, health windows, era decisions).
+NOT_IN_SUITE = ("negative-stockroom", "golden-stockroom", "negative-sse-buffered", "negative-sse-stream-regressed",
+                "negative-sse-events-lost", "era-")
 STEM = re.compile(r"^(?P<name>[a-z0-9-]+)(?:\.(?P<variant>[a-z0-9-]+))?$")
 SENTINEL = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
 ROUTED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
