@@ -1,0 +1,263 @@
+"""``mcplab check``: probe the era, run the live cases directly and through a proxy, one row per case.
+
+Design: the era is decided by ``select_era`` from a bounded modern probe (and, only for an
+endpoint allowed legacy, a bounded ``initialize``); the decision record (policy, observations,
+legacy evidence, chosen era) is part of the result. Each applicable case is sent directly and,
+with ``via``, through the proxy; both captures are judged by the same runner. A via cell also
+carries the proxy's own hop findings and, for streams, the buffering comparison with the direct
+capture, so every behaviour change names its boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .. import __version__
+from ..era import select_era
+from ..errors import MCPLabError
+from ..requests import build_request
+from ..transcript import Transcript, load_transcripts
+from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
+from .capture import Capture, capture_client, send
+from .cases import LiveCase, plan_live_cases
+from .judge import hop_findings, judge_capture, stream_buffered
+from .proxy import EXCHANGE_HEADER, RECORD_PREFIX, decode_record_body
+
+__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe"]
+
+_CLIENT_INFO = {"name": "mcplab", "version": __version__}
+Progress = Callable[[int, int, str], None]
+
+
+class LiveInputError(MCPLabError):
+    """A URL or header given to ``mcplab check`` is not usable (exit 2)."""
+
+
+@dataclass
+class CheckResult:
+    """What ``run_check`` found: the era decision(s), one row per case, the wall time."""
+
+    url: str
+    via: str | None
+    era: dict[str, Any]
+    via_era: dict[str, Any] | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, column: str, status: str) -> int:
+        return sum(1 for row in self.rows if row.get(column) and row[column]["status"] == status)
+
+    @property
+    def issues(self) -> list[str]:
+        """Every case name observed as a fault, direct or via (sorted, unique)."""
+        names = set()
+        for row in self.rows:
+            for column in ("direct", "via"):
+                cell = row.get(column)
+                if cell:
+                    names.update(f["case"] for f in cell["findings"])
+                    if cell["status"] == "fail" and cell["observed"]:
+                        names.add(cell["observed"])
+        return sorted(names)
+
+    @property
+    def ok(self) -> bool:
+        """Every applicable case passed (directly and via), the era was proven the same both ways."""
+        ran = [row for row in self.rows if row["applies"]]
+        failed = any(row[c]["status"] == "fail" for row in ran for c in ("direct", "via") if row.get(c))
+        same_era = self.via_era is None or self.via_era["era"] == self.era["era"]
+        return self.era["era"] is not None and same_era and bool(ran) and not failed
+
+    def summary(self) -> dict[str, Any]:
+        ran = sum(1 for row in self.rows if row["applies"])
+        out = {"applicable": ran, "notApplicable": len(self.rows) - ran,
+               "direct": {"passed": self.count("direct", "pass"), "failed": self.count("direct", "fail")}}
+        if self.via:
+            out["via"] = {"passed": self.count("via", "pass"), "failed": self.count("via", "fail")}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "via": self.via, "ok": self.ok, "era": self.era, "viaEra": self.via_era,
+                "summary": self.summary(), "issues": self.issues, "seconds": round(self.seconds, 3),
+                "rows": self.rows, "probes": self.probes}
+
+
+def _check_url(url: str, flag: str) -> str:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError for a bad port
+    except ValueError as exc:
+        raise LiveInputError(f"{flag} {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LiveInputError(f"{flag} {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
+    return url
+
+
+def _message(capture: Capture) -> Any:
+    """The JSON-RPC answer in a capture (a stream's message with an ``id``), or ``None``."""
+    texts = [e["data"] for e in capture.events] if capture.is_stream else [capture.response_body()]
+    for text in reversed(texts):
+        if not isinstance(text, str):
+            continue
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(message, dict) and "id" in message:
+            return message
+    return None
+
+
+def observe(capture: Capture) -> dict[str, Any]:
+    """The era observation a modern probe's capture makes (``mcplab.era`` kinds)."""
+    if capture.failure in ("timeout", "connection_closed"):
+        return {"kind": capture.failure}
+    if not capture.body:
+        return {"kind": "empty_response", "status": capture.status}
+    message = _message(capture)
+    if isinstance(message, dict) and isinstance(message.get("error"), dict) and type(message["error"].get("code")) is int:
+        return {"kind": "jsonrpc_error", "code": message["error"]["code"], "status": capture.status}
+    result = message.get("result") if isinstance(message, dict) else None
+    if capture.status == 200 and isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
+        return {"kind": "discover_success", "supportedVersions": [v for v in result["supportedVersions"] if isinstance(v, str)]}
+    return {"kind": "unrecognized_response", "status": capture.status}
+
+
+def probe_era(client: httpx.Client, url: str, mode: str, allow_legacy: bool, extra: Sequence[tuple[str, str]] = (),
+              timeout: float = 5.0) -> tuple[dict[str, Any], list[Capture]]:
+    """The era decision for ``url`` and the probe captures behind it."""
+    body, headers = build_request("server/discover", era="modern", client_info=_CLIENT_INFO)
+    probe = send(client, url, [*headers, *extra], body, timeout=timeout)
+    observation = observe(probe)
+    decision = select_era(observation, mode, allow_legacy)
+    captures = [probe]
+    if decision["nextStep"] == "legacy_probe":
+        body, headers = build_request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": _CLIENT_INFO},
+                                      era="legacy")
+        legacy = send(client, url, [*headers, *extra], body, timeout=timeout)
+        captures.append(legacy)
+        result = (_message(legacy) or {}).get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        evidence = {"kind": "initialize_success", "protocolVersion": version} if version in LEGACY_VERSIONS else \
+            {"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure}
+        decision = select_era(observation, mode, allow_legacy, legacy_evidence=evidence)
+    if decision["era"] == "modern" and observation["kind"] == "discover_success":
+        decision["capabilities"] = ((_message(probe) or {}).get("result") or {}).get("capabilities") or {}
+    return decision, captures
+
+
+def _offered_tools(client: httpx.Client, url: str, era: str, extra: Sequence[tuple[str, str]]) -> list[str]:
+    body, headers = build_request("tools/list", era=era, client_info=_CLIENT_INFO if era == "modern" else None)
+    result = (_message(send(client, url, [*headers, *extra], body)) or {}).get("result")
+    tools = result.get("tools") if isinstance(result, dict) else None
+    return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)] if isinstance(tools, list) else []
+
+
+def _request_body(case: LiveCase) -> Any:
+    request = case.template.exchanges[0].request
+    return request if isinstance(request, str) else json.dumps(request, ensure_ascii=False)
+
+
+def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
+    """The proxy's own record of the exchange behind ``capture`` (``None``: not an mcplab proxy)."""
+    number = capture.header(EXCHANGE_HEADER)
+    if number is None:
+        return None
+    parts = urlsplit(via)
+    answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
+    if answer.status_code != 200:
+        return None
+    record = answer.json()
+    if not isinstance(record.get("origin"), dict):
+        return None
+    for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
+        hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
+    return record
+
+
+def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None) -> dict[str, Any]:
+    cell = judge_capture(case, via)
+    findings = hop_findings(record, via) if record is not None else []
+    buffered = stream_buffered(direct, via)
+    if buffered is not None:
+        findings.append(buffered)
+    cell["findings"] = findings
+    cell["hopsRecorded"] = record is not None
+    if findings:
+        cell.update(status="fail", observed=findings[0]["case"], boundary="intermediary",
+                    detail="; ".join(f"{f['case']}: {f['message']} ({f['detail']})" for f in findings)
+                    + ("" if cell["status"] == "pass" else f"; the client then saw: {cell['detail']}"))
+    return cell
+
+
+def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the behaviour changed between the direct and the proxied run (``None``: it did not)."""
+    if direct["status"] == via["status"] and not via["findings"]:
+        return None
+    if via["findings"]:
+        return {"boundary": "intermediary", "cases": [f["case"] for f in via["findings"]],
+                "detail": "the proxy changed what the origin sent (its own ingress/origin record against the client's egress)"}
+    if not via.get("hopsRecorded"):
+        return {"boundary": "unobserved hop", "cases": [via["observed"]] if via["observed"] else [],
+                "detail": "the proxy keeps no origin record: the change is somewhere between this client and the origin"}
+    return {"boundary": "origin", "cases": [via["observed"]] if via["observed"] else [],
+            "detail": "the proxy passed on faithfully what the origin answered it, which differs from the direct answer"}
+
+
+def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", allow_legacy: bool = False,
+              headers: Sequence[tuple[str, str]] = (), transcripts: Iterable[Transcript] | None = None,
+              timeout: float = 10.0, progress: Progress | None = None) -> CheckResult:
+    """Probe the era, then run every applicable live case directly (and through ``via``).
+
+    ``headers`` are added to every request (e.g. ``Authorization``; redacted in all evidence).
+    Raises :class:`~mcplab.live.capture.Unreachable` when nothing answers at ``url`` or ``via``.
+    """
+    _check_url(url, "--url")
+    if via is not None:
+        _check_url(via, "--via")
+    extra = list(headers)
+    started = time.perf_counter()
+    suite = list(load_transcripts() if transcripts is None else transcripts)
+    with capture_client(timeout) as client:
+        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra)
+        result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes])
+        if via is not None:
+            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra)
+            result.probes += [p.to_evidence() for p in via_probes]
+        era = decision["era"]
+        if era is None:
+            result.seconds = time.perf_counter() - started
+            return result
+        tools = _offered_tools(client, url, era, extra)
+        cases = plan_live_cases(suite, era, tools, decision.get("capabilities"))
+        runnable = [c for c in cases if c.applies]
+        done = 0
+        for case in cases:
+            row: dict[str, Any] = {"case": case.key, "name": case.name, "class": case.template.cls, "boundary": case.boundary,
+                                   "applies": case.applies, "reason": case.reason, "description": case.template.description,
+                                   "direct": None, "via": None, "change": None, "evidence": {}}
+            if case.applies:
+                body, sent = _request_body(case), [*case.template.exchanges[0].request_headers, *extra]
+                direct = send(client, url, sent, body)
+                row["direct"] = judge_capture(case, direct)
+                row["evidence"]["direct"] = direct.to_evidence()
+                if via is not None:
+                    proxied = send(client, via, sent, body)
+                    record = _record(client, via, proxied)
+                    row["via"] = _via_cell(case, direct, proxied, record)
+                    row["evidence"]["via"] = proxied.to_evidence()
+                    row["change"] = _change(row["direct"], row["via"])
+                done += 1
+                if progress is not None:
+                    progress(done, len(runnable), case.key)
+            result.rows.append(row)
+    result.seconds = time.perf_counter() - started
+    return result

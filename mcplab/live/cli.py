@@ -1,0 +1,124 @@
+"""The live-wire commands, ``mcplab check`` and ``mcplab proxy``: parse, call one library
+function, print. Registered by ``mcplab.cli`` through :func:`add_live_commands`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..era import MODES
+from ..errors import MCPLabError
+from .proxy import PROXY_MODES
+
+__all__ = ["add_live_commands"]
+
+
+class _BadHeader(MCPLabError):
+    pass
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip() or name != name.strip():
+        raise _BadHeader(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
+    return name, value.strip()
+
+
+class _Bar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, key: str) -> None:
+        if not self.enabled or total == 0:
+            return
+        width = 30
+        filled = width * done // total
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {key[:40]:<40}")
+        if done == total:
+            sys.stderr.write("\r" + " " * (width + 50) + "\r")
+        sys.stderr.flush()
+
+
+def _cell_text(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "-"
+    text = cell["status"].upper()
+    if cell["status"] == "fail" and cell.get("observed"):
+        text += f" {cell['observed']} @{cell['boundary']}"
+    return text
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ..cli import _print_json, _table
+    from .check import run_check
+    from .report import redacted_result, write_report
+
+    headers = [_header(h) for h in args.header]
+    result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
+                       timeout=args.timeout, progress=_Bar())
+    if args.report:
+        write_report(args.report, result)
+    if args.json:
+        _print_json(redacted_result(result))
+        return 0 if result.ok else 1
+    era = result.era
+    print(f"era: {era['era']} ({era['case']}): {era['reason']}")
+    if result.via_era is not None and result.via_era["era"] != era["era"]:
+        print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
+    ran = [row for row in result.rows if row["applies"]]
+    header = ["CASE", "DIRECT"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
+    rows = [[row["case"], _cell_text(row["direct"])]
+            + ([_cell_text(row["via"]), (row["change"] or {}).get("boundary", "-")] if args.via else []) for row in ran]
+    if rows:
+        print(_table(rows, header))
+    summary = result.summary()
+    line = f"{summary['applicable']} live cases ({summary['notApplicable']} not applicable live); direct {summary['direct']['passed']} passed"
+    if args.via:
+        line += f", via proxy {summary['via']['passed']} passed"
+    print(f"{line}; issues: {', '.join(result.issues) or 'none'}; {result.seconds:.2f} s")
+    if args.report:
+        print(f"report: {args.report}")
+    return 0 if result.ok else 1
+
+
+def _cmd_proxy(args: argparse.Namespace) -> int:
+    from ..serving import run_until_signal
+    from .proxy import ProxyError, serve_proxy
+
+    if not 0 <= args.port <= 65535:
+        raise ProxyError(f"--port must be 0..65535, got {args.port}")
+
+    def started(proxy: Any) -> None:
+        print(f"mcplab proxy ({proxy.mode}) serving {proxy.url} -> {proxy.upstream}  (Ctrl-C stops)", flush=True)
+
+    run_until_signal(serve_proxy(args.upstream, args.mode, host=args.host, port=args.port, log_level=args.log_level), started)
+    print("mcplab proxy stopped", file=sys.stderr)
+    return 0
+
+
+def add_live_commands(sub: Any) -> None:
+    """Register ``check`` and ``proxy`` on the ``mcplab`` sub-command parser."""
+    check = sub.add_parser("check", help="judge a live server (and a proxy in front of it) with the transcript cases")
+    check.add_argument("--url", required=True, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
+    check.add_argument("--via", metavar="PROXY_URL", help="the same endpoint through a proxy, e.g. http://127.0.0.1:8766/mcp")
+    check.add_argument("--era", choices=MODES, default="fallback",
+                       help="era selection: strict needs proof of 2026-07-28; fallback (default) may choose legacy only with --allow-legacy")
+    check.add_argument("--allow-legacy", action="store_true", help="this endpoint may be judged as 2025-11-25 after a successful initialize")
+    check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                       help="add a header to every request, e.g. Authorization (redacted in every output; repeatable)")
+    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    check.add_argument("--json", action="store_true", help="print the redacted result as JSON")
+    check.add_argument("--report", metavar="PATH", help="write the redacted HTML conformance matrix to PATH")
+    check.set_defaults(func=_cmd_check)
+
+    proxy = sub.add_parser("proxy", help="run a loopback reverse proxy that records every hop (and can break on purpose)")
+    proxy.add_argument("--upstream", required=True, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
+    proxy.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    proxy.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
+    proxy.add_argument("--mode", choices=PROXY_MODES, default="faithful", help="faithful (default) or the one fault to inject")
+    proxy.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
+                       help="uvicorn log level (default warning)")
+    proxy.set_defaults(func=_cmd_proxy)

@@ -1,0 +1,112 @@
+"""The conformance matrix as one self-contained HTML file: case x {direct, via proxy}.
+
+Design: the check result is redacted FIRST (``mcplab.redaction``: Authorization/Cookie headers,
+secret-looking keys in bodies and in SSE event data, which captures keep parsed for this reason)
+and the page is rendered only from the redacted copy, so no secret can reach the file. Every
+row whose verdict changed between the direct and the proxied run names the boundary of the
+change (intermediary, origin or an unobserved hop) and the case names observed there.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..redaction import redact
+from .check import CheckResult
+
+__all__ = ["render_report", "write_report", "redacted_result"]
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+th,td{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:left}
+th{background:#f3f3f3}
+.pass{background:#e6f4ea}.fail{background:#fce8e6}.na{background:#f5f5f5;color:#666}
+code{font-size:.85rem}.small{font-size:.8rem;color:#555}
+pre{white-space:pre-wrap;font-size:.75rem;background:#fafafa;padding:.5rem;max-height:24rem;overflow:auto}
+"""
+
+
+def redacted_result(result: CheckResult) -> dict[str, Any]:
+    """The JSON form of ``result`` after redaction (what ``--json`` prints and the report shows)."""
+    return redact(result.to_dict())
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cell(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return '<td class="na">-</td>'
+    css = {"pass": "pass", "fail": "fail"}.get(cell["status"], "na")
+    parts = [f"<b>{_e(cell['status'].upper())}</b>"]
+    if cell.get("httpStatus") is not None:
+        parts.append(f"HTTP {_e(cell['httpStatus'])} <code>{_e(cell.get('contentType') or '')}</code>")
+    timing = cell.get("timing") or {}
+    if timing.get("eventCount"):
+        parts.append(f"{_e(timing['eventCount'])} events, first after {_e(timing['firstEventMs'])} ms of {_e(timing['durationMs'])} ms")
+    if cell.get("observed"):
+        parts.append(f"observed <code>{_e(cell['observed'])}</code> at the <b>{_e(cell.get('boundary'))}</b>")
+    parts.append(f'<span class="small">{_e(cell["detail"])}</span>')
+    return f'<td class="{css}">' + "<br>".join(parts) + "</td>"
+
+
+def _change(change: dict[str, Any] | None) -> str:
+    if change is None:
+        return '<td class="na">none</td>'
+    cases = ", ".join(f"<code>{_e(c)}</code>" for c in change["cases"]) or "-"
+    return f'<td class="fail">boundary: <b>{_e(change["boundary"])}</b><br>{cases}<br><span class="small">{_e(change["detail"])}</span></td>'
+
+
+def render_report(result: CheckResult) -> str:
+    """The HTML page for ``result`` (rendered from its redacted form only)."""
+    data = redacted_result(result)
+    era, summary = data["era"], data["summary"]
+    via = data["via"]
+    rows, skipped = [], []
+    for row in data["rows"]:
+        if not row["applies"]:
+            skipped.append(f"<tr><td><code>{_e(row['case'])}</code></td><td>{_e(row['reason'])}</td></tr>")
+            continue
+        cells = _cell(row["direct"]) + (_cell(row["via"]) + _change(row["change"]) if via else "")
+        evidence = html.escape(json.dumps(row["evidence"], indent=1, ensure_ascii=False))
+        rows.append(f"<tr><td><code>{_e(row['case'])}</code><br><span class=small>{_e(row['class'])}"
+                    f"{', boundary ' + _e(row['boundary']) if row['boundary'] else ''}</span>"
+                    f"<details><summary class=small>evidence</summary><pre>{evidence}</pre></details></td>{cells}</tr>")
+    head = "<th>case</th><th>direct</th>" + ("<th>via proxy</th><th>behaviour change</th>" if via else "")
+    verdict = "PASS: every applicable case passed" if data["ok"] else "FAIL"
+    via_line = f"<li>via proxy: <code>{_e(via)}</code> (era {_e((data['viaEra'] or {}).get('era'))})</li>" if via else ""
+    issues = ", ".join(f"<code>{_e(i)}</code>" for i in data["issues"]) or "none"
+    era_json = html.escape(json.dumps(era, indent=1, ensure_ascii=False))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>mcplab live conformance matrix</title><style>{_STYLE}</style></head>
+<body><h1>mcplab live conformance matrix</h1>
+<p><b>{_e(verdict)}</b> in {_e(data['seconds'])} s</p>
+<ul><li>server: <code>{_e(data['url'])}</code></li>{via_line}
+<li>era: <b>{_e(era.get('era'))}</b> (<code>{_e(era.get('case'))}</code>, mode {_e(era.get('mode'))}, legacy allowed:
+{_e(era.get('legacyAllowed'))}): {_e(era.get('reason'))}</li>
+<li>cases run: {_e(summary['applicable'])}; direct {_e(summary['direct']['passed'])} passed, {_e(summary['direct']['failed'])} failed
+{f"; via proxy {_e(summary['via']['passed'])} passed, {_e(summary['via']['failed'])} failed" if via else ""}</li>
+<li>issues observed: {issues}</li></ul>
+<details><summary>era decision record</summary><pre>{era_json}</pre></details>
+<table><tr>{head}</tr>
+{''.join(rows)}
+</table>
+<h2>Not run live ({len(skipped)})</h2>
+<table><tr><th>case</th><th>why</th></tr>{''.join(skipped)}</table>
+<p class="small">Every header, body and SSE event above was redacted (mcplab.redaction) before this page was written.</p>
+</body></html>
+"""
+
+
+def write_report(path: str | os.PathLike[str], result: CheckResult) -> Path:
+    """Write the HTML matrix to ``path`` (parents created) and return the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_report(result), encoding="utf-8")
+    return target

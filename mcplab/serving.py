@@ -1,0 +1,82 @@
+"""Run an ASGI app under uvicorn in a daemon thread on a loopback socket, for a ``with`` block.
+
+Design: one piece of plumbing for every in-process server (the stockroom, the live proxy): the
+socket is bound before uvicorn starts (so ``port=0`` yields the real port at once and a busy
+port fails fast with one line), start-up is polled with a deadline, and the thread dies with
+the process, so a notebook kernel or a test never leaves a server behind.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+import uvicorn
+
+from .errors import MCPLabError
+
+__all__ = ["ServeError", "serve_app", "run_until_signal"]
+
+T = TypeVar("T")
+
+_STARTUP_SECONDS = 10.0
+
+
+class ServeError(MCPLabError):
+    """A server could not start (port in use, bad host); the message says which."""
+
+
+@contextmanager
+def serve_app(app: Any, *, host: str = "127.0.0.1", port: int = 0, name: str = "server",
+              log_level: str = "warning") -> Iterator[int]:
+    """Serve ``app`` on ``host:port`` (``port=0``: a free port) and yield the bound port; stop after."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
+    # and without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"{name}:{bound}", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + _STARTUP_SECONDS
+        while not server.started:
+            if not thread.is_alive():
+                raise ServeError(f"the {name} on {host}:{bound} stopped while starting")
+            if time.monotonic() > deadline:
+                raise ServeError(f"the {name} on {host}:{bound} did not start in {_STARTUP_SECONDS:.0f} s")
+            time.sleep(0.01)
+        yield bound
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def run_until_signal(server: AbstractContextManager[T], started: Callable[[T], None]) -> None:
+    """Enter ``server``, call ``started`` with what it yields, and wait for Ctrl-C or SIGTERM.
+
+    The signals only set an event, so no ``KeyboardInterrupt`` can land inside start-up or
+    shutdown; the previous handlers are restored afterwards.
+    """
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with server as running:
+            if not stop.is_set():
+                started(running)
+                stop.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
