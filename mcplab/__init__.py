@@ -12,6 +12,7 @@ from . import (
     evidence,
     headers,
     jsonvalue,
+    plots,
     proxy_evidence,
     redaction,
     release,
@@ -30,6 +31,7 @@ from .errors import *  # noqa: F403
 from .evidence import *  # noqa: F403
 from .headers import *  # noqa: F403
 from .jsonvalue import *  # noqa: F403
+from .plots import *  # noqa: F403
 from .proxy_evidence import *  # noqa: F403
 from .redaction import *  # noqa: F403
 from .release import *  # noqa: F403
@@ -47,7 +49,7 @@ __all__ = [
     name
     for module in (
         versions, errors, cases, jsonvalue, headers, requests, results, responses, era,
-        sdkview, sse, proxy_evidence, redaction, evidence, release, transcript, conformance,
+        sdkview, sse, proxy_evidence, redaction, evidence, release, transcript, conformance, plots,
     )
     for name in module.__all__
 ]

@@ -5,7 +5,7 @@ import importlib
 import mcplab
 
 MODULES = ["versions", "errors", "cases", "jsonvalue", "headers", "requests", "results", "responses", "era", "sdkview", "sse",
-           "proxy_evidence", "redaction", "evidence", "release", "transcript", "conformance"]
+           "proxy_evidence", "redaction", "evidence", "release", "transcript", "conformance", "plots"]
 
 
 def test_all_is_the_union_of_module_exports_without_duplicates():
