@@ -1,0 +1,97 @@
+"""The health window on real streams: the stockroom's read_stock over SSE, direct and through real proxies.
+
+The samples are measured, not written: each is one live capture (arrival time of the first event,
+end of stream, event count) of read_stock with a progress token. Directly and through the
+faithful proxy the stream is healthy; through ``buffer-sse`` the window names
+``negative-sse-buffered`` and the release gate rolls back only to a target whose signed health
+observed streams, else halts.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mcplab import HealthPolicy, ReleaseGate, ReleasePolicy, build_request, evaluate_health, sign_rollback_evidence
+from mcplab.live.capture import capture_client, send
+from mcplab.live.proxy import serve_proxy
+from mcplab.stockroom import SEED_ITEMS, STREAM_TOOL, serve_stockroom
+
+SAMPLES = 5
+POLICY = HealthPolicy(min_samples=SAMPLES, min_duration_s=0.0, max_latency_ms=10_000.0)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+SIGNERS = {"release-controller": b"k" * 32}
+
+
+@pytest.fixture(scope="module")
+def origin():
+    with serve_stockroom(json_response=False, progress_interval=0.03) as srv:
+        yield srv
+
+
+def measured_window(url: str) -> list[dict]:
+    """``SAMPLES`` streamed read_stock calls as health samples (times in ms, ``t`` in seconds)."""
+    samples = []
+    with capture_client() as http:
+        for i in range(SAMPLES):
+            body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
+                                                         "_meta": {"progressToken": f"s{i}"}}, id=i + 1)
+            capture = send(http, url, headers, body)
+            timing = capture.timing()
+            assert capture.is_stream and capture.ended, capture.failure
+            samples.append({"t": float(i), "latencyMs": timing["durationMs"], "error": capture.status != 200,
+                            "streamDurationMs": timing["durationMs"], "firstEventMs": timing["firstEventMs"],
+                            "eventCount": timing["eventCount"]})
+    return samples
+
+
+def target(version: str, health: dict) -> dict:
+    evidence = {
+        "version": version,
+        "acceptanceEvidence": {"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "cd" * 32},
+        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32, "acceptanceSha256": "45" * 32,
+        "registryState": "active", "health": health, "routeRestoration": [f"route 100% to {version}"],
+        "issuedAt": (NOW - timedelta(hours=1)).isoformat(), "expiresAt": (NOW + timedelta(days=1)).isoformat(),
+    }
+    return sign_rollback_evidence(evidence, "release-controller", SIGNERS["release-controller"])
+
+
+@pytest.mark.parametrize("mode", [None, "faithful"])
+def test_a_direct_or_faithful_stream_is_healthy(origin, mode):
+    if mode is None:
+        samples = measured_window(origin.url)
+    else:
+        with serve_proxy(origin.url, mode) as proxy:
+            samples = measured_window(proxy.url)
+    result = evaluate_health(samples, POLICY)
+    assert result["healthy"] is True, result["reasons"]
+    stream = result["metrics"]["stream"]
+    assert stream["samples"] == SAMPLES and stream["minEvents"] == len(SEED_ITEMS) + 1
+    assert stream["firstEventRatio"] <= POLICY.max_first_event_ratio
+
+
+def test_a_buffering_proxy_is_named_and_the_gate_picks_a_streaming_target(origin):
+    baseline = evaluate_health(measured_window(origin.url), POLICY)
+    with serve_proxy(origin.url, "buffer-sse") as proxy:
+        samples = measured_window(proxy.url)
+    result = evaluate_health(samples, POLICY, baseline)
+    assert "negative-sse-buffered" in [f["case"] for f in result["streamFindings"]]
+    assert result["metrics"]["stream"]["minEvents"] == len(SEED_ITEMS) + 1  # nothing lost, only held back
+
+    blind = target("1.4.1", {"healthy": True, "metrics": {"samples": 600}})
+    streaming = target("1.4.0", {"healthy": True, "metrics": baseline["metrics"]})
+    gate = ReleaseGate(ReleasePolicy(health=POLICY, trusted_signers=SIGNERS))
+    evidence = {"transcripts": [{"name": "golden-sse-stream", "passed": True}],
+                "sdk_evidence": [{"raw": {"resultType": "complete", "content": []},
+                                  "view": {"resultType": "complete", "content": []}}],
+                "proxy_captures": [{"ingress": {"headers": [], "body": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
+                                    "origin": {"status": 200, "headers": [["Content-Type", "application/json"]],
+                                               "body": {"jsonrpc": "2.0", "id": 1, "result": {}}},
+                                    "egress": {"status": 200, "headers": [["Content-Type", "application/json"]],
+                                               "body": {"jsonrpc": "2.0", "id": 1, "result": {}}}}],
+                "health_samples": samples, "health_baseline": baseline, "now": NOW}
+    decision = gate.evaluate(rollback=[blind, streaming], **evidence)
+    assert decision["action"] == "rollback" and decision["rollbackTarget"] == {"index": 1, "version": "1.4.0"}
+    assert decision["rollbackCandidates"][0]["problems"][0].startswith("health.metrics.stream:")
+    assert gate.evaluate(rollback=blind, **evidence)["action"] == "halt"
