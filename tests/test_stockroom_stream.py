@@ -179,3 +179,17 @@ def test_serve_with_sse_streams(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_closing_the_stream_early_keeps_the_one_recorded_read(sse_server, era):
+    with StockroomClient(sse_server.url) as client:
+        client.reset()
+        before = len(client.trace())
+        body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
+                                                     "_meta": {"progressToken": "gone"}}, era=era, id=9)
+        with httpx.Client(timeout=30) as http, http.stream("POST", sse_server.url, json=body, headers=headers) as reply:
+            first = next(reply.iter_bytes())
+        assert b"notifications/progress" in first
+        assert len(client.trace()) == before + 1 and client.verify() == []
+        assert client.read_stock()["ledger_version"] == 1  # the server carries on
