@@ -33,8 +33,11 @@ class ServeError(MCPLabError):
 
 @contextmanager
 def serve_app(app: Any, *, host: str = "127.0.0.1", port: int = 0, name: str = "server",
-              log_level: str = "warning") -> Iterator[int]:
-    """Serve ``app`` on ``host:port`` (``port=0``: a free port) and yield the bound port; stop after."""
+              log_level: str = "warning", **config: Any) -> Iterator[int]:
+    """Serve ``app`` on ``host:port`` (``port=0``: a free port) and yield the bound port; stop after.
+
+    ``config`` goes to ``uvicorn.Config`` (e.g. ``server_header=False`` for a proxy).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
     # and without it every keep-alive response waits ~40 ms for a delayed ACK.
@@ -46,7 +49,7 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", port: int = 0, name: str = "
         sock.close()
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False, **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"{name}:{bound}", daemon=True)
     thread.start()
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .. import __version__
+from ..cases import CASES
 from ..era import select_era
 from ..errors import MCPLabError
 from ..requests import build_request
@@ -214,16 +215,20 @@ def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | Non
 
 def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", allow_legacy: bool = False,
               headers: Sequence[tuple[str, str]] = (), transcripts: Iterable[Transcript] | None = None,
-              timeout: float = 10.0, progress: Progress | None = None) -> CheckResult:
+              timeout: float = 10.0, only: Collection[str] = (), progress: Progress | None = None) -> CheckResult:
     """Probe the era, then run every applicable live case directly (and through ``via``).
 
-    ``headers`` are added to every request (e.g. ``Authorization``; redacted in all evidence).
+    ``headers`` are added to every request (e.g. ``Authorization``; redacted in all evidence);
+    ``only`` keeps the cases with these names (all variants).
     Raises :class:`~mcplab.live.capture.Unreachable` when nothing answers at ``url`` or ``via``.
     """
     _check_url(url, "--url")
     if via is not None:
         _check_url(via, "--via")
     extra = list(headers)
+    unknown = sorted(set(only) - set(CASES))
+    if unknown:
+        raise LiveInputError(f"--case {unknown[0]!r}: not a case name (see 'mcplab cases')")
     started = time.perf_counter()
     suite = list(load_transcripts() if transcripts is None else transcripts)
     with capture_client(timeout) as client:
@@ -237,7 +242,7 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
             result.seconds = time.perf_counter() - started
             return result
         tools = _offered_tools(client, url, era, extra)
-        cases = plan_live_cases(suite, era, tools, decision.get("capabilities"))
+        cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities")) if not only or c.name in only]
         runnable = [c for c in cases if c.applies]
         done = 0
         for case in cases:

@@ -58,7 +58,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     headers = [_header(h) for h in args.header]
     result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
-                       timeout=args.timeout, progress=_Bar())
+                       timeout=args.timeout, only=args.case, progress=_Bar())
     if args.report:
         write_report(args.report, result)
     if args.json:
@@ -109,6 +109,7 @@ def add_live_commands(sub: Any) -> None:
     check.add_argument("--allow-legacy", action="store_true", help="this endpoint may be judged as 2025-11-25 after a successful initialize")
     check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                        help="add a header to every request, e.g. Authorization (redacted in every output; repeatable)")
+    check.add_argument("--case", action="append", default=[], metavar="NAME", help="only this case (repeatable; all its variants)")
     check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     check.add_argument("--json", action="store_true", help="print the redacted result as JSON")
     check.add_argument("--report", metavar="PATH", help="write the redacted HTML conformance matrix to PATH")

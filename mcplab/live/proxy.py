@@ -207,7 +207,8 @@ def serve_proxy(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1
                 log_level: str = "warning") -> Iterator[RunningProxy]:
     """Run the proxy under uvicorn in a daemon thread for the ``with`` block (``port=0``: a free port)."""
     app = build_proxy_app(upstream, mode)
-    with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level) as bound:
+    with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level,
+                   server_header=False, date_header=False) as bound:
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{bound}"
         parts = urlsplit(upstream)

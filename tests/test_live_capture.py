@@ -1,0 +1,94 @@
+"""Live capture over real loopback HTTP: exact request, status, headers, raw body, SSE timing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from mcplab import parse_sse
+from mcplab.live import Unreachable, built_cases, capture_client, judge_capture, send
+from mcplab.live.capture import body_evidence
+from mcplab.requests import build_request
+from mcplab.serving import serve_app
+from mcplab.stockroom.server import serve_stockroom
+
+
+@pytest.fixture(scope="module")
+def sse_origin():
+    with serve_stockroom(":memory:", port=0, json_response=False) as srv:
+        yield srv
+
+
+def test_json_answer_is_captured_byte_for_byte(sse_origin):
+    body, headers = build_request("tools/list")
+    with capture_client() as client:
+        cap = send(client, sse_origin.url, headers, body)
+    assert cap.status == 200 and cap.media_type == "application/json" and cap.ended and cap.failure is None
+    assert json.loads(cap.body)["result"]["tools"]
+    assert cap.events == [] and cap.first_event_latency is None
+    sent = [name.lower() for name, _ in cap.request_headers]
+    assert "accept-encoding" not in sent and sent.count("accept") == 1  # nothing added that the case did not send
+
+
+def test_duplicate_request_headers_really_cross_the_wire(sse_origin):
+    body, headers = build_request("tools/list")
+    with capture_client() as client:
+        cap = send(client, sse_origin.url, [*headers, ("Mcp-Method", "tools/call")], body)
+    assert [v for k, v in cap.request_headers if k.lower() == "mcp-method"] == ["tools/list", "tools/call"]
+    assert cap.status == 400 and json.loads(cap.body)["error"]["code"] == -32020
+
+
+def test_sse_events_arrive_in_order_with_times_and_end_of_stream(sse_origin):
+    (case,) = [c for c in built_cases("modern", ["read_stock"]) if c.stream]
+    ex = case.template.exchanges[0]
+    with capture_client() as client:
+        cap = send(client, sse_origin.url, ex.request_headers, ex.request)
+    assert cap.is_stream and cap.ended and cap.status == 200
+    times = [e["at"] for e in cap.events]
+    assert len(cap.events) >= 3 and times == sorted(times)
+    assert cap.first_event_latency < cap.elapsed / 2  # the origin really streams
+    # The raw bytes say the same as the events parsed while they arrived.
+    assert [e["data"] for e in parse_sse(cap.body)] == [e["data"] for e in cap.events]
+    assert judge_capture(case, cap)["status"] == "pass"
+    timing = cap.timing()
+    assert timing["eventCount"] == len(cap.events) and timing["firstEventMs"] < timing["durationMs"]
+
+
+def test_unreachable_url_raises_one_line():
+    with serve_app(Starlette(), port=0) as port:
+        pass  # the port is free again once the server stopped
+    with capture_client() as client, pytest.raises(Unreachable) as info:
+        send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}")
+    assert "\n" not in str(info.value)
+
+
+def test_a_timeout_is_recorded_not_raised():
+    async def never_finishes(request):
+        async def body():
+            yield b""
+            import anyio
+            await anyio.sleep_forever()
+        return StreamingResponse(body(), media_type="application/json")
+
+    app = Starlette(routes=[Route("/mcp", never_finishes, methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}", timeout=0.3)
+    assert cap.failure == "timeout" and cap.status == 200 and not cap.ended
+
+
+def test_body_evidence_keeps_json_parsed_and_non_utf8_as_base64():
+    assert body_evidence(b'{"a": 1}') == {"a": 1}
+    assert body_evidence(b"not json") == "not json"
+    assert body_evidence(b"\xff\xfe") == {"base64": "//4="}
+    assert body_evidence(b"") is None
+
+
+def test_a_plain_text_answer_is_kept_raw():
+    app = Starlette(routes=[Route("/mcp", lambda r: Response("oops", status_code=502), methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}")
+    assert cap.status == 502 and cap.body == b"oops" and cap.response_body() == "oops"

@@ -1,0 +1,108 @@
+"""``mcplab check`` and ``mcplab proxy`` from the command line, against real loopback servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mcplab.cli import main
+from mcplab.live import serve_proxy
+from mcplab.serving import serve_app
+from mcplab.stockroom.server import serve_stockroom
+
+SECRET = "cli-secret-token-4242"
+
+
+@pytest.fixture(scope="module")
+def origin():
+    with serve_stockroom(":memory:", port=0, json_response=False) as srv:
+        yield srv
+
+
+def test_check_json_through_a_faithful_proxy(origin, capsys, tmp_path):
+    report = tmp_path / "matrix.html"
+    with serve_proxy(origin.url) as proxy:
+        code = main(["check", "--url", origin.url, "--via", proxy.url, "--json", "--report", str(report),
+                     "--header", f"Authorization: Bearer {SECRET}"])
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    # mcp 2.3.0 checks the version header before the _meta types: one honest failure, so exit 1.
+    assert code == 1 and data["ok"] is False and data["issues"] == ["negative-meta-type"]
+    assert data["era"]["era"] == "modern" and data["summary"]["direct"] == data["summary"]["via"]
+    assert SECRET not in out and SECRET not in report.read_text(encoding="utf-8")
+    assert "golden-sse-stream.read-stock" in report.read_text(encoding="utf-8")
+
+
+def test_check_table_names_the_boundary_and_exits_1_on_a_fault(origin, capsys):
+    with serve_proxy(origin.url, "collapse-errors") as proxy:
+        code = main(["check", "--url", origin.url, "--via", proxy.url])
+    out = capsys.readouterr().out
+    assert code == 1
+    line = next(li for li in out.splitlines() if li.startswith("negative-header-body-mismatch "))
+    assert "PASS" in line and "FAIL negative-proxy-collapsed-error @intermediary" in line and line.rstrip().endswith("intermediary")
+    assert "issues: negative-meta-type, negative-proxy-collapsed-error" in out
+
+
+def test_check_exits_0_when_every_case_passes(origin, capsys):
+    argv = ["check", "--url", origin.url, "--case", "golden-modern-list", "--case", "negative-header-body-mismatch",
+            "--case", "golden-sse-stream"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "3 live cases" in out and "direct 3 passed" in out and "issues: none" in out
+    assert main(["check", "--url", origin.url, "--case", "no-such-case"]) == 2
+
+
+def test_unreachable_url_is_one_line_and_exit_2(capsys):
+    with serve_app(Starlette(), port=0) as port:
+        pass
+    assert main(["check", "--url", f"http://127.0.0.1:{port}/mcp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mcplab: error:") and "nothing answers" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["check", "--url", "ftp://example/mcp"], "expected an http(s) URL"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "no-colon"], "expected 'Name: value'"),
+    (["proxy", "--upstream", "not a url", "--port", "0"], "--upstream"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err
+
+
+def test_strict_mode_without_proof_chooses_no_era_and_fails(capsys):
+    app = Starlette(routes=[Route("/mcp", lambda r: Response(b"", status_code=200), methods=["POST"])])
+    with serve_app(app, port=0) as port:
+        code = main(["check", "--url", f"http://127.0.0.1:{port}/mcp", "--era", "strict", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["era"]["era"] is None and data["era"]["case"] == "era-strict-unproven"
+    assert data["era"]["observations"] == [{"kind": "empty_response", "status": 200}] and data["rows"] == []
+
+
+def test_proxy_command_serves_until_sigterm(origin, tmp_path):
+    log = tmp_path / "proxy.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen([sys.executable, "-m", "mcplab", "proxy", "--upstream", origin.url, "--port", "0",
+                                  "--mode", "buffer-sse"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while "serving" not in log.read_text() and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        line = log.read_text()
+        assert "mcplab proxy (buffer-sse) serving http://127.0.0.1:" in line, line
+        url = line.split("serving ", 1)[1].split()[0]
+        assert main(["check", "--url", origin.url, "--via", url, "--json"]) == 1
+    finally:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=10)
+    assert child.returncode == 0 and "stopped" in log.read_text()

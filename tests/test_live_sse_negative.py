@@ -1,0 +1,71 @@
+"""Live SSE faults from a real (deliberately broken) origin, and redaction of everything written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from mcplab.live import CheckResult, built_cases, capture_client, judge_capture, send
+from mcplab.live.report import redacted_result, write_report
+from mcplab.serving import serve_app
+
+SECRET = "s3cr3t-value-that-must-not-leak"
+
+
+def _stream_app(answer_id):
+    """An origin that streams one related progress event, then a result with ``answer_id`` and a secret key."""
+    async def mcp(request: Request) -> StreamingResponse:
+        message = await request.json()
+        token = message["params"]["_meta"]["progressToken"]
+
+        async def events():
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}}
+            yield f"event: message\ndata: {json.dumps(progress)}\n\n".encode()
+            result = {"jsonrpc": "2.0", "id": answer_id(message["id"]),
+                      "result": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}], "clientSecret": SECRET}}
+            yield f"event: message\ndata: {json.dumps(result)}\n\n".encode()
+        return StreamingResponse(events(), media_type="text/event-stream")
+    return Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
+
+
+@pytest.fixture
+def stream_case():
+    (case,) = [c for c in built_cases("modern", ["read_stock"]) if c.stream]
+    return case
+
+
+def _capture(app, case, extra=()):
+    ex = case.template.exchanges[0]
+    with serve_app(app, port=0) as port, capture_client() as client:
+        return send(client, f"http://127.0.0.1:{port}/mcp", [*ex.request_headers, *extra], ex.request)
+
+
+def test_an_event_with_another_id_fails_as_negative_sse_id_mismatch(stream_case):
+    cell = judge_capture(stream_case, _capture(_stream_app(lambda i: f"{i}"), stream_case))  # "1" instead of 1
+    assert cell["status"] == "fail"
+    assert cell["observed"] == "negative-sse-id-mismatch" and cell["boundary"] == "client"
+
+
+def test_the_same_origin_with_the_right_id_passes(stream_case):
+    assert judge_capture(stream_case, _capture(_stream_app(lambda i: i), stream_case))["status"] == "pass"
+
+
+def test_secrets_in_headers_bodies_and_sse_events_never_reach_the_report(tmp_path, stream_case):
+    cap = _capture(_stream_app(lambda i: i), stream_case, extra=[("Authorization", f"Bearer {SECRET}"), ("Cookie", f"sid={SECRET}")])
+    assert SECRET.encode() in cap.body  # the raw capture has it ...
+    row = {"case": stream_case.key, "name": stream_case.name, "class": "golden", "boundary": None, "applies": True, "reason": "",
+           "description": "", "direct": judge_capture(stream_case, cap), "via": None, "change": None,
+           "evidence": {"direct": cap.to_evidence()}}
+    result = CheckResult(url="http://127.0.0.1/mcp", via=None, era={"era": "modern", "case": "era-strict-modern-proven"}, rows=[row])
+    page = write_report(tmp_path / "report.html", result).read_text(encoding="utf-8")
+    as_json = json.dumps(redacted_result(result))
+    for text in (page, as_json):  # ... the written report and the JSON output do not
+        assert SECRET not in text
+        assert "[REDACTED]" in text
+    events = redacted_result(result)["rows"][0]["evidence"]["direct"]["response"]["events"]
+    assert events[-1]["data"]["result"]["clientSecret"] == "[REDACTED]"
