@@ -16,9 +16,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,7 +24,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as t
-import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -38,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
-from ..errors import MCPLabError
+from ..serving import ServeError, serve_app
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
@@ -52,7 +48,6 @@ INSTRUCTIONS = (
     "without touching it; commit_reorder writes only after a person approves the exact payload (it answers "
     "input_required with the diff). Tools outside the allow-list are denied."
 )
-_STARTUP_SECONDS = 10.0
 #: The read-only tool that streams: with ``params._meta.progressToken`` it sends one
 #: ``notifications/progress`` per item before its result (SSE when the app answers with SSE).
 STREAM_TOOL = "read_stock"
@@ -60,10 +55,6 @@ STREAM_TOOL = "read_stock"
 #: ``len(items) * PROGRESS_INTERVAL_SECONDS``, long enough that a buffering proxy shows (first-event
 #: latency close to the whole duration) while a direct stream's first event arrives at once.
 PROGRESS_INTERVAL_SECONDS = 0.05
-
-
-class ServeError(MCPLabError):
-    """The server could not start (port in use, bad host); the message says which."""
 
 
 def _dump(value: Any) -> Any:
@@ -250,35 +241,12 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
     """
     stockroom = db if isinstance(db, Stockroom) else Stockroom(Ledger(db))
     admin = _is_loopback(host) if admin is None else admin
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
-    # and without it every keep-alive response waits ~40 ms for a delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    bound_port = sock.getsockname()[1]
     app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin,
                     progress_interval=progress_interval)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"stockroom:{bound_port}", daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + _STARTUP_SECONDS
-        while not server.started:
-            if not thread.is_alive():
-                raise ServeError(f"the stockroom server on {host}:{bound_port} stopped while starting")
-            if time.monotonic() > deadline:
-                raise ServeError(f"the stockroom server on {host}:{bound_port} did not start in {_STARTUP_SECONDS:.0f} s")
-            time.sleep(0.01)
-        shown = f"[{host}]" if ":" in host else host
-        yield RunningServer(url=f"http://{shown}:{bound_port}/mcp", host=host, port=bound_port, stockroom=stockroom)
+        with serve_app(app, host=host, port=port, name="stockroom server", log_level=log_level) as bound_port:
+            shown = f"[{host}]" if ":" in host else host
+            yield RunningServer(url=f"http://{shown}:{bound_port}/mcp", host=host, port=bound_port, stockroom=stockroom)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
         if not isinstance(db, Stockroom):
             stockroom.close()
