@@ -244,7 +244,7 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
     app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin,
                     progress_interval=progress_interval)
     try:
-        with serve_app(app, host=host, port=port, name="stockroom server", log_level=log_level) as bound_port:
+        with serve_app(app, host=host, port=port, name="stockroom", log_level=log_level) as bound_port:
             shown = f"[{host}]" if ":" in host else host
             yield RunningServer(url=f"http://{shown}:{bound_port}/mcp", host=host, port=bound_port, stockroom=stockroom)
     finally:
