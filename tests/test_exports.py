@@ -56,12 +56,14 @@ def test_the_issue_lab_calls_verbatim():
 
 
 def test_subpackages_export_what_they_list():
+    import mcplab.live
     import mcplab.stockroom
     import mcplab.ui
 
-    for package in (mcplab.stockroom, mcplab.ui):
+    for package in (mcplab.stockroom, mcplab.ui, mcplab.live):
         assert len(set(package.__all__)) == len(package.__all__), package.__name__
         for name in package.__all__:
             assert hasattr(package, name), f"{package.__name__}.{name}"
     assert {"Stockroom", "StockroomClient", "serve_stockroom", "Ledger"} <= set(mcplab.stockroom.__all__)
     assert "CircuitPanel" in mcplab.ui.__all__
+    assert {"run_check", "serve_proxy", "send", "judge_capture", "render_report"} <= set(mcplab.live.__all__)
