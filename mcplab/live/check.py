@@ -174,10 +174,11 @@ def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] 
         return None
     parts = urlsplit(via)
     answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
-    if answer.status_code != 200:
-        return None
-    record = answer.json()
-    if not isinstance(record.get("origin"), dict):
+    try:
+        record = answer.json() if answer.status_code == 200 else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
         return None
     for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
         hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
@@ -186,7 +187,7 @@ def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] 
 
 def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None) -> dict[str, Any]:
     cell = judge_capture(case, via)
-    findings = hop_findings(record, via) if record is not None else []
+    findings = hop_findings(record, via) if record is not None and via.status is not None else []
     buffered = stream_buffered(direct, via)
     if buffered is not None:
         findings.append(buffered)

@@ -154,7 +154,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
         entry["origin"] = origin_hop
         egress_headers = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
         stream = is_event_stream(answer.headers.get("content-type"))
-        if stream and mode != "buffer-sse":
+        if mode == "faithful" or (stream and mode != "buffer-sse"):
             async def relay() -> AsyncIterator[bytes]:
                 chunks: list[bytes] = []
                 try:
