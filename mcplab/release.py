@@ -29,6 +29,7 @@ from .sdkview import compare_sdk_view
 __all__ = [
     "HealthPolicy",
     "STREAM_FIELDS",
+    "stream_health_sample",
     "evaluate_health",
     "ROLLBACK_PIN_FIELDS",
     "CERTIFICATE_ALGORITHM",
@@ -134,6 +135,19 @@ def _nearest_rank(values: list[float], percentile: float) -> float:
 
 #: Optional per-sample fields of a streamed (SSE) request; a sample carries all three or none.
 STREAM_FIELDS: tuple[str, ...] = ("streamDurationMs", "firstEventMs", "eventCount")
+
+
+def stream_health_sample(t: float, timing: Mapping[str, Any], *, error: bool = False) -> dict[str, Any]:
+    """A health sample from one streamed request's timing ``{"durationMs", "firstEventMs", "eventCount"}``.
+
+    That is the shape of ``mcplab.live.Capture.timing()``; the whole stream's duration is also
+    the request's latency. A stream without events has no first event: its ``firstEventMs`` is
+    the whole duration (nothing arrived earlier).
+    """
+    duration = timing["durationMs"]
+    first = timing.get("firstEventMs")
+    return {"t": t, "latencyMs": duration, "error": error, "streamDurationMs": duration,
+            "firstEventMs": duration if first is None else first, "eventCount": timing["eventCount"]}
 
 
 def _stream_sample(sample: Mapping[str, Any], index: int) -> tuple[float, float, int] | None:

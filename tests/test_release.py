@@ -19,6 +19,7 @@ from mcplab.release import (
     rollback_evidence_problems,
     rollback_evidence_ready,
     sign_rollback_evidence,
+    stream_health_sample,
 )
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -711,3 +712,13 @@ def test_tampered_stream_health_on_a_target_breaks_its_signature():
     result = decide(health_samples=stream_window(first=329.0), rollback=target)
     assert result["action"] == "halt"
     assert any(p.startswith("certificate.signature") for p in result["rollbackProblems"])
+
+
+def test_a_stream_timing_becomes_a_sample():
+    sample = stream_health_sample(3.0, {"durationMs": 320.5, "firstEventMs": 12.0, "firstByteMs": 11.0, "eventCount": 7})
+    assert sample == {"t": 3.0, "latencyMs": 320.5, "error": False, "streamDurationMs": 320.5, "firstEventMs": 12.0,
+                      "eventCount": 7}
+    silent = stream_health_sample(0.0, {"durationMs": 50.0, "firstEventMs": None, "eventCount": 0}, error=True)
+    assert silent["firstEventMs"] == 50.0 and silent["error"] is True
+    assert evaluate_health([silent], HealthPolicy(min_samples=1, min_duration_s=0))["streamFindings"][0]["case"] == \
+        "negative-sse-events-lost"

@@ -13,7 +13,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mcplab import HealthPolicy, ReleaseGate, ReleasePolicy, build_request, evaluate_health, sign_rollback_evidence
+from mcplab import (
+    HealthPolicy,
+    ReleaseGate,
+    ReleasePolicy,
+    build_request,
+    evaluate_health,
+    sign_rollback_evidence,
+    stream_health_sample,
+)
 from mcplab.live.capture import capture_client, send
 from mcplab.live.proxy import serve_proxy
 from mcplab.stockroom import SEED_ITEMS, STREAM_TOOL, serve_stockroom
@@ -38,11 +46,8 @@ def measured_window(url: str) -> list[dict]:
             body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
                                                          "_meta": {"progressToken": f"s{i}"}}, id=i + 1)
             capture = send(http, url, headers, body)
-            timing = capture.timing()
             assert capture.is_stream and capture.ended, capture.failure
-            samples.append({"t": float(i), "latencyMs": timing["durationMs"], "error": capture.status != 200,
-                            "streamDurationMs": timing["durationMs"], "firstEventMs": timing["firstEventMs"],
-                            "eventCount": timing["eventCount"]})
+            samples.append(stream_health_sample(float(i), capture.timing(), error=capture.status != 200))
     return samples
 
 
