@@ -206,7 +206,8 @@ def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | Non
         return None
     if via["findings"]:
         return {"boundary": "intermediary", "cases": [f["case"] for f in via["findings"]],
-                "detail": "the proxy changed what the origin sent (its own ingress/origin record against the client's egress)"}
+                "detail": "; ".join(f["message"] for f in via["findings"])
+                + " (the proxy's own ingress/origin record and timing against what this client received)"}
     if not via.get("hopsRecorded"):
         return {"boundary": "unobserved hop", "cases": [via["observed"]] if via["observed"] else [],
                 "detail": "the proxy keeps no origin record: the change is somewhere between this client and the origin"}
