@@ -15,20 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcplab import HealthPolicy, build_request, evaluate_health, plot_health, stream_health_sample
-from mcplab.live import capture_client, send, serve_proxy
-from mcplab.stockroom import STREAM_TOOL, serve_stockroom
-
-
-def window(url: str, count: int) -> list[dict]:
-    samples = []
-    with capture_client() as http:
-        for i in range(count):
-            body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
-                                                         "_meta": {"progressToken": f"b{i}"}}, id=i + 1)
-            capture = send(http, url, headers, body)
-            samples.append(stream_health_sample(float(i), capture.timing(), error=capture.status != 200))
-    return samples
+from mcplab import HealthPolicy, evaluate_health, plot_health
+from mcplab.live import serve_proxy
+from mcplab.stockroom import serve_stockroom, stream_health_window
 
 
 def main() -> None:
@@ -41,10 +30,10 @@ def main() -> None:
     with serve_stockroom(json_response=False) as srv:
         for mode in (None, "faithful", "buffer-sse"):
             if mode is None:
-                samples = window(srv.url, args.samples)
+                samples = stream_health_window(srv.url, args.samples)
             else:
                 with serve_proxy(srv.url, mode) as proxy:
-                    samples = window(proxy.url, args.samples)
+                    samples = stream_health_window(proxy.url, args.samples)
             result = evaluate_health(samples, policy)
             stream = result["metrics"]["stream"]
             cases = sorted({f["case"] for f in result["streamFindings"]}) or ["-"]

@@ -17,14 +17,11 @@ from mcplab import (
     HealthPolicy,
     ReleaseGate,
     ReleasePolicy,
-    build_request,
     evaluate_health,
     sign_rollback_evidence,
-    stream_health_sample,
 )
-from mcplab.live.capture import capture_client, send
 from mcplab.live.proxy import serve_proxy
-from mcplab.stockroom import SEED_ITEMS, STREAM_TOOL, serve_stockroom
+from mcplab.stockroom import SEED_ITEMS, serve_stockroom, stream_health_window
 
 SAMPLES = 5
 POLICY = HealthPolicy(min_samples=SAMPLES, min_duration_s=0.0, max_latency_ms=10_000.0)
@@ -39,15 +36,8 @@ def origin():
 
 
 def measured_window(url: str) -> list[dict]:
-    """``SAMPLES`` streamed read_stock calls as health samples (times in ms, ``t`` in seconds)."""
-    samples = []
-    with capture_client() as http:
-        for i in range(SAMPLES):
-            body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
-                                                         "_meta": {"progressToken": f"s{i}"}}, id=i + 1)
-            capture = send(http, url, headers, body)
-            assert capture.is_stream and capture.ended, capture.failure
-            samples.append(stream_health_sample(float(i), capture.timing(), error=capture.status != 200))
+    samples = stream_health_window(url, SAMPLES)
+    assert not any(s["error"] for s in samples)
     return samples
 
 
@@ -100,3 +90,16 @@ def test_a_buffering_proxy_is_named_and_the_gate_picks_a_streaming_target(origin
     assert decision["action"] == "rollback" and decision["rollbackTarget"] == {"index": 1, "version": "1.4.0"}
     assert decision["rollbackCandidates"][0]["problems"][0].startswith("health.metrics.stream:")
     assert gate.evaluate(rollback=blind, **evidence)["action"] == "halt"
+
+
+def test_a_legacy_stream_window_is_measured_the_same_way(origin):
+    samples = stream_health_window(origin.url, SAMPLES, era="legacy")
+    result = evaluate_health(samples, POLICY)
+    assert result["healthy"] is True, result["reasons"]
+    assert result["metrics"]["stream"]["minEvents"] == len(SEED_ITEMS) + 1
+
+
+def test_a_json_answer_is_an_error_sample():
+    with serve_stockroom() as srv:  # JSON mode: no stream to measure
+        samples = stream_health_window(srv.url, 2)
+    assert [s["error"] for s in samples] == [True, True] and [s["eventCount"] for s in samples] == [0, 0]

@@ -20,6 +20,7 @@ __all__ = [
     "TOOLS",
     "TOOL_NAMES",
     "WRITE_TOOL",
+    "STREAM_TOOL",
     "policy_for",
     "restock_lines",
     "tool_descriptor",
@@ -112,6 +113,9 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 TOOL_NAMES = tuple(tool.name for tool in TOOLS)
 WRITE_TOOL = "commit_reorder"
+#: The read-only tool that streams: with ``params._meta.progressToken`` the server sends one
+#: ``notifications/progress`` per item before its result (SSE when the server answers with SSE).
+STREAM_TOOL = "read_stock"
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 

@@ -19,14 +19,16 @@ import httpx
 from .. import __version__
 from ..errors import MCPLabError, ProtocolViolation
 from ..redaction import redact
+from ..release import stream_health_sample
 from ..requests import build_request
 from ..responses import validate_response
 from ..sse import parse_sse
 from ..versions import LEGACY_VERSION, check_era
+from .catalog import STREAM_TOOL
 from .outcome import StockroomAPI, ToolOutcome, _abbreviate
 from .rules import ApprovalError
 
-__all__ = ["StockroomClient", "StockroomConnectionError"]
+__all__ = ["StockroomClient", "StockroomConnectionError", "stream_health_window"]
 
 _CLIENT_INFO = {"name": "mcplab-stockroom-client", "version": __version__}
 _HISTORY = 50
@@ -185,3 +187,23 @@ class StockroomClient(StockroomAPI):
             raise StockroomConnectionError(f"{self.base_url}/stockroom/trace: not a stockroom trace")
         return answer["records"], answer.get("problems", [])
 
+
+
+def stream_health_window(url: str, count: int, *, era: str = "modern") -> list[dict[str, Any]]:
+    """``count`` streamed ``read_stock`` calls (each with a progress token) as health samples.
+
+    Each call is one live capture (``mcplab.live``: arrival time of every SSE event, end of
+    stream); ``t`` is the call's index. A call that did not end as a 200 stream is an error
+    sample. For :func:`~mcplab.release.evaluate_health` and :func:`~mcplab.plots.plot_health`.
+    """
+    from ..live.capture import capture_client, send  # the live layer sits above the stockroom
+
+    samples = []
+    with capture_client() as http:
+        for i in range(count):
+            body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
+                                                         "_meta": {"progressToken": f"health-{i}"}}, era=era, id=i + 1)
+            capture = send(http, url, headers, body)
+            failed = capture.status != 200 or not capture.is_stream or not capture.ended
+            samples.append(stream_health_sample(float(i), capture.timing(), error=failed))
+    return samples

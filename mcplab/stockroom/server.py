@@ -35,11 +35,12 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..serving import ServeError, serve_app
+from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "STREAM_TOOL", "PROGRESS_INTERVAL_SECONDS", "build_server", "build_app",
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "PROGRESS_INTERVAL_SECONDS", "build_server", "build_app",
            "serve_stockroom", "RunningServer", "ServeError"]
 
 SERVER_NAME = "mcplab-stockroom"
@@ -48,9 +49,6 @@ INSTRUCTIONS = (
     "without touching it; commit_reorder writes only after a person approves the exact payload (it answers "
     "input_required with the diff). Tools outside the allow-list are denied."
 )
-#: The read-only tool that streams: with ``params._meta.progressToken`` it sends one
-#: ``notifications/progress`` per item before its result (SSE when the app answers with SSE).
-STREAM_TOOL = "read_stock"
 #: Pacing between read_stock's progress events (and before its result): the stream lasts about
 #: ``len(items) * PROGRESS_INTERVAL_SECONDS``, long enough that a buffering proxy shows (first-event
 #: latency close to the whole duration) while a direct stream's first event arrives at once.
