@@ -17,6 +17,7 @@ from typing import Any
 
 from .cases import CASES
 from .errors import MCPLabError
+from .flightdeck.cli import add_preflight_command
 from .transcript import load_transcript, load_transcripts, run_transcript
 
 __all__ = ["main", "build_parser"]
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases = sub.add_parser("cases", help="the case vocabulary: one invariant, one name, everywhere")
     cases.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cases.set_defaults(func=_cmd_cases)
+    add_preflight_command(sub)
     return parser
 
 
