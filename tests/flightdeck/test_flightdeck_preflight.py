@@ -18,26 +18,9 @@ import uvicorn
 from mcp.server import Server
 
 from mcplab.flightdeck import STOP_REASONS, FlightDeck, FlightDeckError, check_arguments
-from mcplab.stockroom import Stockroom, StockroomClient, serve_stockroom
+from mcplab.stockroom import Stockroom, StockroomClient
 
-RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
-    {"sku": "SR-101", "add_on_order": 6}, {"sku": "SR-103", "add_on_order": 13},
-    {"sku": "SR-105", "add_on_order": 3}, {"sku": "SR-106", "add_on_order": 6}]}
-ERAS = ["modern", "legacy"]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve_stockroom() as srv:
-        yield srv
-
-
-@pytest.fixture(params=ERAS)
-def deck(server, request):
-    with StockroomClient(server.url) as admin:
-        admin.reset()
-    with FlightDeck.connect(server.url, era=request.param) as d:
-        yield d
+from .support import ERAS, RESTOCK
 
 
 def trace_length(server) -> int:
@@ -280,3 +263,14 @@ def test_a_generic_server_gets_hints_and_unknowns_never_invented_policy(era):
         assert run["steps"][0]["status"] == "proven" and run["steps"][0]["proof"]["kind"] == "caller_only_output"
         assert run["stop_reason"] == "postcondition_unproven" and run["resume_from"] == 1
         assert calls == ["echo", "launch"]
+
+
+def test_the_drafts_observation_reads_without_a_trace_record(server):
+    with StockroomClient(server.url) as client:
+        client.reset()
+        client.draft_reorder()
+        before = trace_length(server)
+        assert client.drafts() == [{"draft_id": "DR-0001", "ledger_version": 1, "lines": RESTOCK["lines"], "status": "open"}]
+        assert trace_length(server) == before
+        client.reset()
+        assert client.drafts() == []
