@@ -40,6 +40,8 @@ class DescriptorProfile:
     name = "descriptor-hints"
     authority = "descriptor_hints"  # declared by the server about itself, not enforced knowledge
     known = False
+    #: Whether this profile reads target state at all (a generic server is never sent the stockroom's admin GETs).
+    observes_target = False
 
     def rules(self) -> dict[str, Any]:
         return {"effect_class": f"_meta[{EFFECT_META_KEY!r}] if declared, else annotations.readOnlyHint (a hint)",
@@ -124,6 +126,7 @@ class StockroomProfile(DescriptorProfile):
     name = "mcplab-stockroom"
     authority = "server_profile"
     known = True
+    observes_target = True
     _TARGETS = {"commit_reorder": "stockroom_draft_at_ledger_version", "request_approval": "stockroom_draft"}
 
     def rules(self) -> dict[str, Any]:

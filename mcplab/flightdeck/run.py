@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..stockroom.client import StockroomConnectionError
+from ..stockroom.rules import ApprovalError
 from .catalog import build_catalog
 from .connection import Connection, FlightDeckError
 from .plan import check_plan
@@ -134,7 +136,10 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
         approvals.append({"question": question, "answer": action})
         if action is None:
             return stop("approval_missing", approvals=approvals, outcome=_summary(outcome))
-        outcome = api.answer(outcome, action)
+        try:
+            outcome = api.answer(outcome, action)
+        except (StockroomConnectionError, ApprovalError) as exc:  # the out-of-band route is off or refused the answer
+            return stop("approval_missing", approvals=approvals, error={"message": str(exc)[:300]})
     record["approvals"] = approvals
     record["outcome"] = _summary(outcome)
     if outcome.asks_approval:

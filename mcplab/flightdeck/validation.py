@@ -138,7 +138,8 @@ def preview_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catalo
     result = validate_call(catalog, name, arguments, catalog_identity=catalog_identity, observe=observe)
     effects = None
     if result["in_effective_catalog"] and not any(b["layer"] in ("bounds", "schema") for b in result["blockers"]):
-        effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observe())
+        observation = observe() if catalog.profile.observes_target else None
+        effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observation)
     result["preview"] = {"prediction": True, "receipt": False, "effects": effects,
                          "postcondition": catalog.profile.postcondition_plan(result["tool"], result["policy"]),
                          "note": "what the call is expected to affect; only the postcondition read after a real call is proof"}

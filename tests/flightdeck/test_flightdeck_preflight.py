@@ -18,7 +18,7 @@ import uvicorn
 from mcp.server import Server
 
 from mcplab.flightdeck import STOP_REASONS, FlightDeck, FlightDeckError, check_arguments
-from mcplab.stockroom import Stockroom, StockroomClient
+from mcplab.stockroom import Stockroom, StockroomClient, serve_stockroom
 
 from .support import ERAS, RESTOCK
 
@@ -274,3 +274,20 @@ def test_the_drafts_observation_reads_without_a_trace_record(server):
         assert trace_length(server) == before
         client.reset()
         assert client.drafts() == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_without_admin_routes_the_target_stays_unproven_not_denied(era):
+    with serve_stockroom(admin=False) as srv, FlightDeck.connect(srv.url, era=era) as deck:
+        deck.connection.api.draft_reorder()
+        verdict = deck.validate_tool_call("commit_reorder", RESTOCK)
+        assert verdict["static_request_blocked"] is False and verdict["target"]["checked"] is False
+        layers = deck.inspect_authority("commit_reorder", RESTOCK)
+        assert layers["target_readiness"]["status"] == "unproven" and layers["target_readiness"]["proven"] is False
+        assert layers["denial_evidence"] == []
+        plan = deck.compile_invocation_plan([{"tool": "commit_reorder", "arguments": RESTOCK}])
+        run = deck.run_plan(plan, approver=lambda question: "accept")
+        if era == "modern":  # the gate asks in the form; the proof is read with read_stock
+            assert run["completed"] and run["steps"][0]["proof"]["on_order"] == [6, 13, 3, 6]
+        else:  # nobody can answer out of band here: no route for the person
+            assert run["stop_reason"] == "approval_missing" and "admin routes" in run["steps"][0]["error"]["message"]
