@@ -25,6 +25,8 @@ class PreflightInputError(MCPLabError):
 def _json_object(text: str, where: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise PreflightInputError(f"{where}: nested too deeply to read; expected a JSON object") from None
     except ValueError as exc:
         raise PreflightInputError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
                               "expected a JSON object such as '{\"draft_id\": \"DR-0001\"}'") from None
@@ -40,6 +42,8 @@ def _plan_calls(path: str) -> Any:
         raise PreflightInputError(f"{path}: cannot read the plan file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise PreflightInputError(f"{path}: nested too deeply to read; expected a list of {{tool, arguments}} objects") from None
     except ValueError as exc:
         raise PreflightInputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
                               "expected a list of {tool, arguments} objects") from None

@@ -14,6 +14,7 @@ from typing import Any
 from .catalog import EffectiveCatalog
 from .connection import FlightDeckError
 from .profiles import digest_of
+from .validation import bounds_blockers
 
 __all__ = ["MAX_PLAN_STEPS", "PLAN_KIND", "STOP_REASONS", "compile_plan", "check_plan", "parse_calls"]
 
@@ -40,6 +41,9 @@ def parse_calls(calls: Any, where: str = "calls") -> list[dict[str, Any]]:
         arguments = call.get("arguments", {})
         if not isinstance(arguments, dict):
             raise FlightDeckError(f"{where}[{index}].arguments: expected a JSON object, got {type(arguments).__name__}")
+        bounds, _size = bounds_blockers(arguments)
+        if bounds:
+            raise FlightDeckError(f"{where}[{index}].arguments: {bounds[0]['message']}")
         parsed.append({"tool": name, "arguments": arguments})
     return parsed
 

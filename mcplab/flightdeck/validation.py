@@ -4,7 +4,7 @@ Design: the layers run in a fixed order and each adds blockers with a stable ``c
 ``layer``: catalog (in the effective catalog, the caller's ``catalog_identity`` precondition),
 bounds (arguments at most 32 levels deep and 64 KiB of canonical JSON, checked before any schema
 work), schema (``jsonschema`` with the validator the descriptor's ``$schema`` names, Draft 2020-12 by
-default, at most 20 errors), static policy, and the exact target read through a read-only
+default, at most 20 errors, never fetching a remote ``$ref``), static policy, and the exact target read through a read-only
 observation. ``static_request_blocked`` is true only for an explicit blocker; false says the
 checked static layers passed, not that the call will succeed. A preview adds the profile's
 predicted effects, marked ``prediction`` and never a receipt.
@@ -17,6 +17,7 @@ from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError, validators
+from jsonschema_specifications import REGISTRY as _METASCHEMAS
 
 from ..errors import EvidenceError
 from ..evidence import canonical_json
@@ -24,7 +25,7 @@ from ..stockroom.rules import _depth_exceeds
 from .catalog import EffectiveCatalog
 from .profiles import UNPROVEN, digest_of
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "MAX_ARGUMENT_BYTES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_ERRORS", "check_arguments",
+__all__ = ["MAX_ARGUMENT_DEPTH", "MAX_ARGUMENT_BYTES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_ERRORS", "bounds_blockers", "check_arguments",
            "validate_call", "preview_call", "schema_bounds"]
 
 MAX_ARGUMENT_DEPTH = 32
@@ -49,20 +50,24 @@ def _path(error: Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
 
 
-def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
-    """The bounded JSON Schema check of ``arguments`` against ``schema``: ``{checked, valid, errors, blockers}``."""
-    out: dict[str, Any] = {"checked": False, "valid": None, "errors": [], "blockers": []}
+def bounds_blockers(arguments: Any) -> tuple[list[dict[str, Any]], int | None]:
+    """Blockers for arguments over the bounds (checked before anything else reads them) and their canonical size."""
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
-        out["blockers"].append(_blocker("arguments_too_deep", "bounds", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels"))
-        return out
+        return [_blocker("arguments_too_deep", "bounds", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")], None
     try:
         size = len(canonical_json(arguments))
     except EvidenceError as exc:
-        out["blockers"].append(_blocker("arguments_not_json", "bounds", str(exc)))
-        return out
-    out["bytes"] = size
+        return [_blocker("arguments_not_json", "bounds", str(exc))], None
     if size > MAX_ARGUMENT_BYTES:
-        out["blockers"].append(_blocker("arguments_too_large", "bounds", f"arguments are {size} bytes, over {MAX_ARGUMENT_BYTES}"))
+        return [_blocker("arguments_too_large", "bounds", f"arguments are {size} bytes, over {MAX_ARGUMENT_BYTES}")], size
+    return [], size
+
+
+def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
+    """The bounded JSON Schema check of ``arguments`` against ``schema``: ``{checked, valid, errors, blockers}``."""
+    out: dict[str, Any] = {"checked": False, "valid": None, "errors": [], "blockers": []}
+    out["blockers"], out["bytes"] = bounds_blockers(arguments)
+    if out["blockers"]:
         return out
     if not isinstance(arguments, dict):
         out["blockers"].append(_blocker("arguments_not_object", "schema", f"arguments must be a JSON object, got {type(arguments).__name__}"))
@@ -77,7 +82,14 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
     except SchemaError as exc:
         out["blockers"].append(_blocker("descriptor_schema_invalid", "schema", f"the descriptor's inputSchema is invalid: {exc.message}"))
         return out
-    errors = sorted(islice(cls(schema).iter_errors(arguments), MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
+    try:
+        # The registry holds only the dialects' own metaschemas and retrieves nothing: jsonschema's default would
+        # fetch a remote $ref (any URL a server put in its descriptor).
+        errors = sorted(islice(cls(schema, registry=_METASCHEMAS).iter_errors(arguments), MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
+    except (RecursionError, Exception) as exc:  # noqa: BLE001 - an unresolvable or self-referencing $ref: nothing is fetched
+        out["blockers"].append(_blocker("descriptor_schema_unusable", "schema",
+                                        f"the descriptor's inputSchema cannot be evaluated here ({type(exc).__name__})"))
+        return out
     out["checked"] = True
     out["valid"] = not errors
     out["errors"] = [{"path": _path(e), "message": e.message[:_MAX_MESSAGE]} for e in errors]
@@ -103,9 +115,13 @@ def validate_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catal
     if policy.get("denied"):
         blockers.append(_blocker("denied_by_policy", "policy", f"{name[:80]!r} is denied by the server's static policy "
                                  f"({catalog.profile.name})"))
-    schema = check_arguments(descriptor.get("inputSchema") if descriptor else None, arguments) if descriptor else \
-        {"checked": False, "valid": None, "errors": [], "blockers": []}
+    if descriptor is not None:
+        schema = check_arguments(descriptor.get("inputSchema"), arguments)
+    else:
+        bounds, size = bounds_blockers(arguments)
+        schema = {"checked": False, "valid": None, "errors": [], "blockers": bounds, "bytes": size}
     blockers.extend(schema.pop("blockers"))
+    bounded = not any(b["layer"] == "bounds" for b in blockers)
     target = {"target_scoped": bool(policy.get("target_kind")), "checked": False, "ready": None, "blockers": [], "identity": None}
     if descriptor is not None and schema["valid"]:
         try:
@@ -113,10 +129,7 @@ def validate_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catal
         except (KeyError, TypeError, AttributeError) as exc:
             target = {**target, "blockers": [_blocker("target_unreadable", "target", f"the target could not be read: {exc!r}")]}
         blockers.extend(target["blockers"])
-    try:
-        arguments_digest = digest_of(arguments)
-    except EvidenceError:
-        arguments_digest = None
+    arguments_digest = digest_of(arguments) if bounded else None
     result = {
         "tool": name, "era": catalog.era, "catalog_identity": catalog.identity, "catalog_precondition": precondition,
         "in_effective_catalog": descriptor is not None, "arguments_digest": arguments_digest, "schema": schema,

@@ -86,6 +86,7 @@ def _free_port() -> int:
 @pytest.mark.parametrize(("argv", "message"), [
     (["validate", "commit_reorder", "--args", "{not json"], "--args: not JSON"),
     (["validate", "commit_reorder", "--args", "[1, 2]"], "--args: expected a JSON object"),
+    (["validate", "commit_reorder", "--args", "[" * 100_000], "--args: nested too deeply"),
     (["plan", "/nonexistent/plan.json"], "cannot read the plan file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(server, capsys, argv, message):

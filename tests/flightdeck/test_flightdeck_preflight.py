@@ -203,6 +203,8 @@ def test_plan_keeps_order_and_authorises_nothing(deck):
         deck.compile_invocation_plan([{"tool": "read_stock"}] * 21)
     with pytest.raises(FlightDeckError, match=r"calls\[0\]"):
         deck.compile_invocation_plan([{"arguments": {}}])
+    with pytest.raises(FlightDeckError, match=r"calls\[1\]\.arguments: arguments are \d+ bytes"):
+        deck.compile_invocation_plan([{"tool": "read_stock"}, {"tool": "read_stock", "arguments": {"x": "a" * 70_000}}])
 
 
 # -- any MCP server: nothing is invented ---------------------------------------------------------------------
@@ -291,3 +293,17 @@ def test_without_admin_routes_the_target_stays_unproven_not_denied(era):
             assert run["completed"] and run["steps"][0]["proof"]["on_order"] == [6, 13, 3, 6]
         else:  # nobody can answer out of band here: no route for the person
             assert run["stop_reason"] == "approval_missing" and "admin routes" in run["steps"][0]["error"]["message"]
+
+
+def test_a_remote_or_recursive_ref_in_a_descriptor_is_never_fetched(monkeypatch):
+    import urllib.request
+
+    def fetch(*args, **kwargs):
+        raise AssertionError("a $ref was fetched")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fetch)
+    remote = check_arguments({"$ref": "http://127.0.0.1:9/schema.json"}, {})
+    recursive = check_arguments({"$ref": "#", "type": "object"}, {})
+    assert [b["code"] for b in remote["blockers"] + recursive["blockers"]] == ["descriptor_schema_unusable"] * 2
+    local = check_arguments({"$defs": {"n": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}}, {"a": "x"})
+    assert local["valid"] is False and local["errors"][0]["path"] == "$.a"
