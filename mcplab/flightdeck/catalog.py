@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+from ..redaction import REDACTED, redact
 from .connection import Discovery
 from .profiles import DescriptorProfile, digest_of, profile_for
 
-__all__ = ["EffectiveCatalog", "build_catalog", "MAX_QUERY_CHARS"]
+__all__ = ["EffectiveCatalog", "build_catalog", "shown_url", "MAX_QUERY_CHARS"]
 
 MAX_QUERY_CHARS = 200
 
@@ -36,7 +38,7 @@ class EffectiveCatalog:
 
     def server(self) -> dict[str, Any]:
         info = self.discovery.server_info or {}
-        return {"where": self.discovery.where, "name": info.get("name"), "version": info.get("version"),
+        return {"where": shown_url(self.discovery.where), "name": info.get("name"), "version": info.get("version"),
                 "instructions": self.discovery.instructions, "capabilities": self.discovery.capabilities}
 
     def policy_of(self, name: str) -> dict[str, Any]:
@@ -62,6 +64,15 @@ class EffectiveCatalog:
                 hits.append({"name": name, "title": tool.get("title"), "matched_in": matched,
                              "effect_class": self.policies[name]["effect_class"]})
         return hits
+
+
+def shown_url(url: str) -> str:
+    """``url`` as outputs show it: a password in the userinfo and secret query values redacted."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username}:{REDACTED}@{host}")
+    return str(redact(urlunsplit(parts)))
 
 
 def build_catalog(discovery: Discovery) -> EffectiveCatalog:

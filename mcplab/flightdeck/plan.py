@@ -4,7 +4,9 @@ Design: compiling is preflight (validation and preview of every step, nothing in
 carries ``execution_authorized: false`` and ``execution_started: false``. Each step records its
 blockers, effect class, replay class, target identity, validation fingerprint, stop conditions and
 the postcondition a run must read. ``plan_digest`` covers the whole plan, so a run can tell the
-plan it was given from an edited one. At most :data:`MAX_PLAN_STEPS` steps.
+plan it was given from an edited one. At most :data:`MAX_PLAN_STEPS` steps. A plan holds the
+caller's exact arguments (a run needs them), so treat a plan file like those arguments; run
+records and server URLs in outputs are redacted.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..redaction import redact
 from ..stockroom.client import StockroomConnectionError
 from ..stockroom.rules import ApprovalError
 from .catalog import build_catalog
@@ -48,10 +49,10 @@ def _summary(outcome: Any) -> dict[str, Any]:
     """The outcome in snake_case, sealed tokens left out (the run record is for reading, not replaying)."""
     out = {"kind": outcome.kind, "trace_seq": outcome.trace_seq}
     if outcome.kind == "error":
-        return {**out, "error": outcome.error}
+        return redact({**out, "error": outcome.error})
     if outcome.kind == "input_required":
-        return {**out, "input_requests": outcome.input_requests}
-    return {**out, "structured": outcome.structured, "is_error": outcome.is_error}
+        return redact({**out, "input_requests": outcome.input_requests})
+    return redact({**out, "structured": outcome.structured, "is_error": outcome.is_error})
 
 
 def _action(answer: Any) -> str | None:
@@ -133,7 +134,7 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
             break
         question = approval_question(outcome)
         action = _action(approver(question)) if approver is not None else None
-        approvals.append({"question": question, "answer": action})
+        approvals.append({"question": redact(question), "answer": action})
         if action is None:
             return stop("approval_missing", approvals=approvals, outcome=_summary(outcome))
         try:

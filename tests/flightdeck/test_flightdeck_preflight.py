@@ -307,3 +307,11 @@ def test_a_remote_or_recursive_ref_in_a_descriptor_is_never_fetched(monkeypatch)
     assert [b["code"] for b in remote["blockers"] + recursive["blockers"]] == ["descriptor_schema_unusable"] * 2
     local = check_arguments({"$defs": {"n": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}}, {"a": "x"})
     assert local["valid"] is False and local["errors"][0]["path"] == "$.a"
+
+
+def test_outputs_show_the_url_without_its_secrets():
+    from mcplab.flightdeck import shown_url
+
+    assert shown_url("http://ann:hunter2@127.0.0.1:8765/mcp?token=abc&x=1") == \
+        "http://ann:[REDACTED]@127.0.0.1:8765/mcp?token=%5BREDACTED%5D&x=1"
+    assert shown_url("http://127.0.0.1:8765/mcp") == "http://127.0.0.1:8765/mcp"
