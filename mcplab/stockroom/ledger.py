@@ -302,8 +302,9 @@ class _Tx:
         return {"draft_id": row[0], "ledger_version": row[2], "lines": json.loads(row[3]), "status": row[4]}
 
     def drafts(self) -> list[dict[str, Any]]:
-        rows = self._conn.execute("SELECT draft_id FROM drafts WHERE epoch = ? ORDER BY draft_id", (self.epoch(),)).fetchall()
-        return [draft for draft in (self.find_draft(row[0]) for row in rows) if draft is not None]
+        rows = self._conn.execute("SELECT draft_id, ledger_version, lines, status FROM drafts WHERE epoch = ? ORDER BY draft_id",
+                                  (self.epoch(),)).fetchall()
+        return [{"draft_id": row[0], "ledger_version": row[1], "lines": json.loads(row[2]), "status": row[3]} for row in rows]
 
     def open_draft_like(self, ledger_version: int, lines: list[dict[str, Any]]) -> dict[str, Any] | None:
         text = canonical_json(lines).decode()
