@@ -17,6 +17,7 @@ from typing import Any
 
 from .cases import CASES
 from .errors import MCPLabError
+from .flightdeck.cli import add_preflight_command
 from .live.cli import add_live_commands
 from .transcript import load_transcript, load_transcripts, run_transcript
 
@@ -357,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cases.set_defaults(func=_cmd_cases)
     add_live_commands(sub)
+    add_preflight_command(sub)
     return parser
 
 

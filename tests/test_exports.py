@@ -56,14 +56,16 @@ def test_the_issue_lab_calls_verbatim():
 
 
 def test_subpackages_export_what_they_list():
+    import mcplab.flightdeck
     import mcplab.live
     import mcplab.stockroom
     import mcplab.ui
 
-    for package in (mcplab.stockroom, mcplab.ui, mcplab.live):
+    for package in (mcplab.stockroom, mcplab.ui, mcplab.live, mcplab.flightdeck):
         assert len(set(package.__all__)) == len(package.__all__), package.__name__
         for name in package.__all__:
             assert hasattr(package, name), f"{package.__name__}.{name}"
     assert {"Stockroom", "StockroomClient", "serve_stockroom", "Ledger"} <= set(mcplab.stockroom.__all__)
     assert "CircuitPanel" in mcplab.ui.__all__
     assert {"run_check", "serve_proxy", "send", "judge_capture", "render_report"} <= set(mcplab.live.__all__)
+    assert {"FlightDeck", "run_plan", "STOP_REASONS"} <= set(mcplab.flightdeck.__all__)

@@ -65,6 +65,8 @@ class StockroomClient(StockroomAPI):
         self._ids = itertools.count(1)
         self._http = httpx.Client(timeout=timeout)
         self._initialized = False
+        #: The 2025-11-25 ``initialize`` result once it was received (server info, capabilities, instructions).
+        self.initialize_result: dict[str, Any] | None = None
 
     def close(self) -> None:
         self._http.close()
@@ -120,6 +122,7 @@ class StockroomClient(StockroomAPI):
                                                "clientInfo": _CLIENT_INFO})
         if "error" in response:
             raise StockroomConnectionError(f"{self.url}: initialize failed: {response['error'].get('message')}")
+        self.initialize_result = response["result"]
         body, headers = build_request("notifications/initialized", era="legacy", id=None)
         self._http.post(self.url, json=body, headers=headers)
 
@@ -171,6 +174,9 @@ class StockroomClient(StockroomAPI):
 
     def snapshot(self) -> dict[str, Any]:
         return self._admin("GET", "/stockroom/ledger")
+
+    def drafts(self) -> list[dict[str, Any]]:
+        return self._admin("GET", "/stockroom/drafts")
 
     def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
         return self._admin("POST", f"/stockroom/approvals/{approval_id}", json={"action": action})

@@ -182,6 +182,11 @@ class Ledger:
         with self.transaction() as tx:
             return {"ledger_version": tx.ledger_version(), "items": tx.items()}
 
+    def drafts(self) -> list[dict[str, Any]]:
+        """The drafts since the last reset (``draft_id``, ``ledger_version``, ``lines``, ``status``), oldest first."""
+        with self.transaction() as tx:
+            return tx.drafts()
+
     def trace(self) -> list[TraceRecord]:
         with self.transaction() as tx:
             return tx.trace()
@@ -295,6 +300,11 @@ class _Tx:
         if row is None or row[1] != self.epoch():
             return None
         return {"draft_id": row[0], "ledger_version": row[2], "lines": json.loads(row[3]), "status": row[4]}
+
+    def drafts(self) -> list[dict[str, Any]]:
+        rows = self._conn.execute("SELECT draft_id, ledger_version, lines, status FROM drafts WHERE epoch = ? ORDER BY draft_id",
+                                  (self.epoch(),)).fetchall()
+        return [{"draft_id": row[0], "ledger_version": row[1], "lines": json.loads(row[2]), "status": row[3]} for row in rows]
 
     def open_draft_like(self, ledger_version: int, lines: list[dict[str, Any]]) -> dict[str, Any] | None:
         text = canonical_json(lines).decode()

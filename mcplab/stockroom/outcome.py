@@ -119,6 +119,14 @@ class StockroomAPI(ABC):
     def snapshot(self) -> dict[str, Any]:
         """``{ledger_version, items}`` for display: an observation, not a tool call, so it leaves no trace record."""
 
+    def drafts(self) -> list[dict[str, Any]]:
+        """The drafts since the last reset (``draft_id``, ``ledger_version``, ``lines``, ``status``).
+
+        An observation like :meth:`snapshot` (no tool call, no trace record); Flight Deck reads a
+        target draft through it without calling ``request_approval``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot observe drafts")
+
     @abstractmethod
     def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
         """A person's out-of-band answer (``accept``/``decline``) to a pending 2025-11-25 approval."""

@@ -195,6 +195,9 @@ class Stockroom(StockroomAPI):
     def snapshot(self) -> dict[str, Any]:
         return self.ledger.snapshot()
 
+    def drafts(self) -> list[dict[str, Any]]:
+        return self.ledger.drafts()
+
     def trace(self) -> list[dict[str, Any]]:
         return [record.to_dict() for record in self.ledger.trace()]
 

@@ -5,7 +5,7 @@ arguments, era (from the negotiated protocol version), the client's declared cap
 the MRTR fields to :class:`~mcplab.stockroom.rules.Stockroom` and maps its outcome onto the wire
 (a result, ``InputRequiredResult``, or ``MCPError`` with data). One stateless ``/mcp`` route
 serves 2026-07-28 and 2025-11-25. Course conveniences that are not MCP live beside it:
-``GET /stockroom/trace``, ``GET /stockroom/ledger``, ``POST /stockroom/reset``, and the
+``GET /stockroom/trace``, ``GET /stockroom/ledger``, ``GET /stockroom/drafts``, ``POST /stockroom/reset``, and the
 out-of-band approvals of the 2025-11-25 path, ``GET /stockroom/approvals`` and
 ``POST /stockroom/approvals/{id}`` (``admin=False`` removes them; by default they exist only on
 loopback hosts, behind the same Host/Origin checks as ``/mcp``).
@@ -154,6 +154,9 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
     async def ledger(request: Request) -> JSONResponse:
         return JSONResponse(await run(stockroom.snapshot))
 
+    async def drafts(request: Request) -> JSONResponse:
+        return JSONResponse(await run(stockroom.drafts))
+
     async def json_object(request: Request) -> dict[str, Any] | None:
         try:
             body = await request.json()
@@ -178,6 +181,7 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
 
     return [Route("/stockroom/trace", guarded(trace), methods=["GET"]),
             Route("/stockroom/ledger", guarded(ledger), methods=["GET"]),
+            Route("/stockroom/drafts", guarded(drafts), methods=["GET"]),
             Route("/stockroom/reset", guarded(reset, post=True), methods=["POST"]),
             Route("/stockroom/approvals", guarded(approvals), methods=["GET"]),
             Route("/stockroom/approvals/{approval_id}", guarded(decide, post=True), methods=["POST"])]

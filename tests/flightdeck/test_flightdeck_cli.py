@@ -1,0 +1,115 @@
+"""``mcplab preflight``: JSON on stdout, exit 0/1 by blockers, one line and exit 2 for bad input."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from mcplab.cli import main
+from mcplab.stockroom import StockroomClient, serve_stockroom
+
+from .support import RESTOCK
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_stockroom() as srv:
+        with StockroomClient(srv.url) as client:
+            client.draft_reorder()
+        yield srv
+
+
+def run(capsys, *argv):
+    code = main(["preflight", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_inspect_server_and_tool_print_json(server, capsys, era):
+    before = len(server.stockroom.trace())
+    code, out, err = run(capsys, "--url", server.url, "--era", era, "inspect-server")
+    report = json.loads(out)
+    assert code == 0 and report["era"] == era and report["catalog_identity"].startswith("sha256:")
+    code, out, _ = run(capsys, "--url", server.url, "--era", era, "inspect-tool", "commit_reorder")
+    info = json.loads(out)
+    assert code == 0 and info["execution_policy"]["effect_class"] == "write" and info["execution_policy"]["approval_required"]
+    code, out, _ = run(capsys, "--url", server.url, "--era", era, "inspect-tool", "delete_item")
+    assert code == 1 and json.loads(out)["in_effective_catalog"] is False
+    assert len(server.stockroom.trace()) == before
+
+
+def test_validate_and_preview(server, capsys):
+    identity = json.loads(run(capsys, "--url", server.url, "inspect-server")[1])["catalog_identity"]
+    code, out, _ = run(capsys, "--url", server.url, "validate", "commit_reorder", "--args", json.dumps(RESTOCK),
+                       "--catalog-identity", identity)
+    verdict = json.loads(out)
+    assert code == 0 and verdict["static_request_blocked"] is False and verdict["approval_required"] is True
+    code, out, _ = run(capsys, "--url", server.url, "validate", "commit_reorder", "--args", json.dumps({**RESTOCK, "ledger_version": 5}))
+    assert code == 1 and "stale_ledger_version" in [b["code"] for b in json.loads(out)["blockers"]]
+    code, out, _ = run(capsys, "--url", server.url, "preview", "commit_reorder", "--args", json.dumps(RESTOCK))
+    preview = json.loads(out)["preview"]
+    assert code == 0 and preview["prediction"] and [d["on_order_after"] for d in preview["effects"]["ledger_change"]["on_order_diff"]] == [6, 13, 3, 6]
+
+
+def test_search_limits_and_authority(server, capsys):
+    code, out, _ = run(capsys, "--url", server.url, "search", "draft")
+    assert code == 0 and {hit["name"] for hit in json.loads(out)["matches"]} >= {"draft_reorder"}
+    code, out, _ = run(capsys, "--url", server.url, "limits")
+    assert code == 0 and json.loads(out)["reserves_capacity"] is False
+    code, out, _ = run(capsys, "--url", server.url, "authority", "commit_reorder", "--args", json.dumps(RESTOCK))
+    assert code == 0 and json.loads(out)["target_readiness"]["status"] == "ready"
+
+
+def test_plan_file(server, capsys, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps([{"tool": "read_stock", "arguments": {}}, {"tool": "commit_reorder", "arguments": RESTOCK}]))
+    code, out, _ = run(capsys, "--url", server.url, "plan", str(path))
+    plan = json.loads(out)
+    assert code == 0 and plan["execution_authorized"] is False and plan["execution_started"] is False
+    assert [s["tool"] for s in plan["steps"]] == ["read_stock", "commit_reorder"]
+    path.write_text(json.dumps({"calls": [{"tool": "delete_item", "arguments": {}}]}))
+    code, out, _ = run(capsys, "--url", server.url, "plan", str(path))
+    assert code == 1 and json.loads(out)["blocked_steps"] == [0]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["validate", "commit_reorder", "--args", "{not json"], "--args: not JSON"),
+    (["validate", "commit_reorder", "--args", "[1, 2]"], "--args: expected a JSON object"),
+    (["validate", "commit_reorder", "--args", "[" * 100_000], "--args: nested too deeply"),
+    (["plan", "/nonexistent/plan.json"], "cannot read the plan file"),
+])
+def test_bad_input_is_one_line_and_exit_2(server, capsys, argv, message):
+    code, out, err = run(capsys, "--url", server.url, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_bad_plan_content_and_unreachable_url_are_exit_2(server, capsys, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text("[{\"tool\": ")
+    code, _, err = run(capsys, "--url", server.url, "plan", str(path))
+    assert code == 2 and str(path) in err and err.count("\n") == 1
+    path.write_text(json.dumps([{"arguments": {}}]))
+    code, _, err = run(capsys, "--url", server.url, "plan", str(path))
+    assert code == 2 and "calls[0]" in err
+    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "inspect-server")
+    assert code == 2 and err.count("\n") == 1 and "Connect" in err
+    code, _, err = run(capsys, "--url", "ftp://example", "inspect-server")
+    assert code == 2 and "http(s) URL" in err
+
+
+def test_python_dash_m_runs_the_command(server):
+    done = subprocess.run([sys.executable, "-m", "mcplab", "preflight", "--url", server.url, "inspect-tool", "read_stock"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["execution_policy"]["effect_class"] == "read"
