@@ -34,6 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
+from ..request_guard import RequestOrderGuard
 from ..serving import ServeError, serve_app
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
@@ -201,9 +202,11 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
     security = _security(host, allowed_hosts)
     # A JSON answer carries no progress (the SDK drops it), so only a stream is paced.
     server = build_server(stockroom, progress_interval=0.0 if json_response else progress_interval)
-    return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
-                                      transport_security=security,
-                                      custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
+    app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
+                                     transport_security=security,
+                                     custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
+    app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    return app
 
 
 @dataclass

@@ -1,0 +1,96 @@
+"""ASGI middleware that puts mcplab's request-validation order in front of the ``mcp`` SDK.
+
+Design: ``mcp`` 2.3.0 compares ``MCP-Protocol-Version`` with the body before it checks the
+``_meta`` value types, so a number where the version string belongs gets -32020 instead of the
+-32602 that MISSION.md's order requires (``negative-meta-type``). The guard runs
+:func:`mcplab.requests.validate_request` on each 2026-07-28 POST and answers only the faults in
+``GUARDED_CASES`` itself (HTTP 400, the request id, the same code and case as the recorded
+suite); every other request reaches the SDK byte for byte. Bodies above ``MAX_GUARDED_BYTES``
+pass through unread, and the SDK's own limits apply to them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from .errors import ProtocolViolation
+from .headers import PROTOCOL_VERSION_HEADER
+from .requests import validate_request
+from .versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
+
+__all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard"]
+
+#: Faults the SDK reports under a different code because it checks them later than MISSION.md.
+GUARDED_CASES = frozenset({"negative-meta-type"})
+MAX_GUARDED_BYTES = 1 << 20
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def _is_modern(headers: list[tuple[str, str]], message: Any) -> bool:
+    if any(name.lower() == PROTOCOL_VERSION_HEADER.lower() and value in MODERN_VERSIONS for name, value in headers):
+        return True
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+
+
+def guarded_violation(body: bytes, headers: list[tuple[str, str]]) -> tuple[Any, ProtocolViolation] | None:
+    """The request id and fault the guard answers for this body, or ``None`` to let the SDK judge."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers parse errors the same way
+    if not _is_modern(headers, message):
+        return None
+    try:
+        validate_request(message, headers, era="modern")
+    except ProtocolViolation as fault:
+        if fault.case in GUARDED_CASES and isinstance(message, dict):
+            return message.get("id"), fault
+    return None
+
+
+class RequestOrderGuard:
+    """Wrap an ASGI app; POSTs to ``path`` are checked by :func:`guarded_violation` first."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str = "/mcp") -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunks.append(message)
+            size += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body") or size > MAX_GUARDED_BYTES:
+                break
+        if size <= MAX_GUARDED_BYTES and chunks[-1]["type"] == "http.request":
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+            found = guarded_violation(b"".join(m.get("body", b"") for m in chunks), headers)
+            if found is not None:
+                await _answer(send, *found)
+                return
+        pending = list(chunks)
+
+        async def replay() -> Message:
+            return pending.pop(0) if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _answer(send: Send, request_id: Any, fault: ProtocolViolation) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": fault.to_error()}).encode()
+    await send({"type": "http.response.start", "status": fault.http_status or 400,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
