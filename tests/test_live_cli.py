@@ -35,8 +35,7 @@ def test_check_json_through_a_faithful_proxy(origin, capsys, tmp_path):
                      "--header", f"Authorization: Bearer {SECRET}"])
     out = capsys.readouterr().out
     data = json.loads(out)
-    # mcp 2.3.0 checks the version header before the _meta types: one honest failure, so exit 1.
-    assert code == 1 and data["ok"] is False and data["issues"] == ["negative-meta-type"]
+    assert code == 0 and data["ok"] is True and data["issues"] == []
     assert data["era"]["era"] == "modern" and data["summary"]["direct"] == data["summary"]["via"]
     assert SECRET not in out and SECRET not in report.read_text(encoding="utf-8")
     assert "golden-sse-stream.read-stock" in report.read_text(encoding="utf-8")
@@ -49,7 +48,7 @@ def test_check_table_names_the_boundary_and_exits_1_on_a_fault(origin, capsys):
     assert code == 1
     line = next(li for li in out.splitlines() if li.startswith("negative-header-body-mismatch "))
     assert "PASS" in line and "FAIL negative-proxy-collapsed-error @intermediary" in line and line.rstrip().endswith("intermediary")
-    assert "issues: negative-meta-type, negative-proxy-collapsed-error" in out
+    assert "issues: negative-proxy-collapsed-error" in out
 
 
 def test_check_exits_0_when_every_case_passes(origin, capsys):

@@ -60,14 +60,14 @@ def test_live_cases_run_and_pass_directly(checks):
     assert {"golden-modern-discover", "golden-modern-list", "golden-notification", "negative-header-body-mismatch",
             "negative-unsupported-version", "golden-modern-call.read-stock", SSE_CASE} <= set(rows)
     direct = _verdicts(result, "direct")
-    # The one known deviation of mcp 2.3.0 (its header rung runs before the _meta type check).
-    assert {k for k, v in direct.items() if v == "fail"} == {"negative-meta-type.version"}
-    assert rows["negative-meta-type.version"]["direct"]["observed"] == "negative-meta-type"
+    # mcp 2.3.0 alone would answer -32020 here; the stockroom's request-order guard answers -32602.
+    assert {k for k, v in direct.items() if v == "fail"} == set()
+    assert direct["negative-meta-type.version"] == "pass"
 
 
 def test_faithful_proxy_reports_no_issue_and_the_same_verdicts(checks):
     result = checks["faithful"]
-    assert result.issues == ["negative-meta-type"]  # the origin's own deviation, seen the same both ways
+    assert result.issues == []
     assert _verdicts(result, "via") == _verdicts(result, "direct")
     for row in _rows(result).values():
         assert row["via"]["findings"] == [] and row["via"]["hopsRecorded"] and row["change"] is None
