@@ -1,0 +1,205 @@
+"""The reference server: every fixture the official conformance scenarios call, on the real ``mcp`` SDK.
+
+Design: a thin adapter over the fixture tables (``tools``, ``prompts``, ``resources``,
+``completion``) and the MRTR rounds (``mrtr``). One ``/mcp`` route serves both eras: 2026-07-28
+requests take the SDK's stateless path (``input_required`` rounds, ``subscriptions/listen``,
+caching hints); 2025-11-25 clients get a session (so sampling and elicitation can go over the
+back channel). SSE responses are on, so progress and log notifications reach the caller.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import mcp_types as t
+from mcp.server import Server
+from mcp.server.caching import CacheHint
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, SubscriptionBus, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .. import __version__
+from ..serving import ServedApp, serve_app, transport_security
+from .completion import complete
+from .mrtr import Flow, InputRequired, RoundKeeper, ask_round
+from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
+from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
+from .tools import TOOLS, tool_descriptors
+
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "build_server", "build_app", "serve_reference"]
+
+SERVER_NAME = "mcplab-reference"
+INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
+                "scenarios, for 2026-07-28 and 2025-11-25 clients.")
+#: Fixture lists change only when a trigger tool announces it; reads of fixed resources never change.
+CACHE_HINTS = {
+    "server/discover": CacheHint(ttl_ms=60_000, scope="public"),
+    "tools/list": CacheHint(ttl_ms=0, scope="public"),
+    "prompts/list": CacheHint(ttl_ms=0, scope="public"),
+    "resources/list": CacheHint(ttl_ms=60_000, scope="public"),
+    "resources/templates/list": CacheHint(ttl_ms=60_000, scope="public"),
+    "resources/read": CacheHint(ttl_ms=60_000, scope="public"),
+}
+
+# The legacy era's logging, sampling and roots are deprecated in 2026-07-28; this server serves
+# 2025-11-25 clients on purpose, so the SDK's deprecation warnings for calls made here are noise.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+
+_REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
+    "elicitation/create": (t.ElicitRequest, t.ElicitResult),
+    "sampling/createMessage": (t.CreateMessageRequest, t.CreateMessageResult),
+    "roots/list": (t.ListRootsRequest, t.ListRootsResult),
+}
+
+
+def _dump(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        return {key: _dump(item) for key, item in value.items()}
+    return value
+
+
+def _modern(ctx: Any) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+class _RequestEffects:
+    """A tool's notifications for one request: on its own stream, or to the listen streams."""
+
+    def __init__(self, ctx: Any, bus: SubscriptionBus) -> None:
+        self._ctx = ctx
+        self._bus = bus
+
+    async def log(self, level: str, message: str) -> None:
+        # On 2026-07-28 the SDK drops this unless the request's _meta opted in to that level.
+        await self._ctx.session.send_log_message(level, message, logger=SERVER_NAME, related_request_id=self._ctx.request_id)
+
+    async def progress(self, progress: float, total: float, message: str | None = None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)  # a no-op without a progressToken
+
+    async def tools_changed(self) -> None:
+        await self._bus.publish(ToolsListChanged())
+        if not _modern(self._ctx):
+            await self._ctx.session.send_tool_list_changed()
+
+    async def prompts_changed(self) -> None:
+        await self._bus.publish(PromptsListChanged())
+        if not _modern(self._ctx):
+            await self._ctx.session.send_prompt_list_changed()
+
+
+async def _ask_client(ctx: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """One server-to-client request over the 2025-11-25 session, related to the current call."""
+    request_model, result_model = _REQUEST_MODELS[request["method"]]
+    result = await ctx.session.send_request(request_model.model_validate(dict(request)), result_model,
+                                            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    return _dump(result)
+
+
+async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mapping[str, Any] | None, params: Any) -> Any:
+    """The flow's result, or an ``InputRequired`` (2026-07-28); 2025-11-25 asks over the back channel."""
+    capabilities = _dump(ctx.session.client_capabilities) or {}
+    if _modern(ctx):
+        input_responses = getattr(params, "input_responses", None)
+        return keeper.advance(flow, arguments, input_responses=_dump(input_responses) if input_responses is not None else None,
+                              request_state=getattr(params, "request_state", None), capabilities=capabilities)
+    answers: dict[str, Any] = {}
+    for round_ in flow.rounds(dict(arguments or {})):
+        for key, request in ask_round(flow, round_, capabilities).items():
+            answers[key] = await _ask_client(ctx, request)
+    return flow.finish(dict(arguments or {}), answers)
+
+
+def _input_required(step: InputRequired) -> t.InputRequiredResult:
+    return t.InputRequiredResult.model_validate(step.to_wire())
+
+
+def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None) -> Server:
+    """The low-level MCP ``Server`` with every reference fixture."""
+    keeper = keeper or RoundKeeper()
+    bus = bus or InMemorySubscriptionBus()
+    subscriptions = Subscriptions()
+    tools = {tool.name: tool for tool in TOOLS}
+
+    async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult.model_validate({"tools": tool_descriptors()})
+
+    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult | t.InputRequiredResult:
+        tool = tools.get(params.name)
+        if tool is None:
+            raise MCPError(code=t.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name})
+        if tool.flow is not None:
+            step = await _run_flow(ctx, keeper, tool.flow, params.arguments, params)
+            if isinstance(step, InputRequired):
+                return _input_required(step)
+            wire = getattr(step, "result", step)
+        else:
+            assert tool.handler is not None
+            wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus))
+        return t.CallToolResult.model_validate(wire)
+
+    async def list_prompts(ctx: Any, params: Any) -> t.ListPromptsResult:
+        return t.ListPromptsResult.model_validate({"prompts": list(PROMPTS)})
+
+    async def get_prompt(ctx: Any, params: t.GetPromptRequestParams) -> t.GetPromptResult | t.InputRequiredResult:
+        flow = PROMPT_FLOWS.get(params.name)
+        if flow is None:
+            return t.GetPromptResult.model_validate({"messages": prompt_messages(params.name, params.arguments)})
+        step = await _run_flow(ctx, keeper, flow, params.arguments, params)
+        if isinstance(step, InputRequired):
+            return _input_required(step)
+        return t.GetPromptResult.model_validate({"messages": getattr(step, "result", step)})
+
+    async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
+        return t.ListResourcesResult.model_validate({"resources": list(RESOURCES)})
+
+    async def list_templates(ctx: Any, params: Any) -> t.ListResourceTemplatesResult:
+        return t.ListResourceTemplatesResult.model_validate({"resourceTemplates": list(TEMPLATES)})
+
+    async def read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        return t.ReadResourceResult.model_validate({"contents": read_contents(str(params.uri))})
+
+    def session_of(ctx: Any) -> str | None:
+        request = getattr(ctx, "request", None)
+        return request.headers.get("mcp-session-id") if request is not None else None
+
+    async def subscribe(ctx: Any, params: t.SubscribeRequestParams) -> t.EmptyResult:
+        subscriptions.add(session_of(ctx), str(params.uri))
+        return t.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: t.UnsubscribeRequestParams) -> t.EmptyResult:
+        subscriptions.remove(session_of(ctx), str(params.uri))
+        return t.EmptyResult()
+
+    async def completion(ctx: Any, params: t.CompleteRequestParams) -> t.CompleteResult:
+        return t.CompleteResult.model_validate({"completion": complete(_dump(params.ref), params.argument.name, params.argument.value)})
+
+    async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
+        return t.EmptyResult()  # 2025-11-25 only; the SDK sends every level on that era
+
+    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                  on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
+                  on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
+                  on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+
+
+def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:
+    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts."""
+    server = build_server(keeper=keeper)
+    return server.streamable_http_app(stateless_http=False, json_response=False, host=host,
+                                      transport_security=transport_security(host, allowed_hosts))
+
+
+@contextmanager
+def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
+                    log_level: str = "warning") -> Iterator[ServedApp]:
+    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port)."""
+    app = build_app(host=host, allowed_hosts=allowed_hosts)
+    with serve_app(app, host=host, port=port, name="reference", log_level=log_level) as served:
+        yield served
