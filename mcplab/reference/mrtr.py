@@ -26,7 +26,7 @@ from ..evidence import canonical_json
 from ..stockroom.gate import StateRejected, open_claims, seal_claims
 
 __all__ = ["Round", "Flow", "InputRequired", "Completed", "RoundKeeper", "CAPABILITY_OF", "elicit", "sample", "list_roots",
-           "answer_problem", "missing_capabilities", "ask_round"]
+           "answer_problem", "missing_capabilities", "plan"]
 
 #: Which client capability each input-request method needs.
 CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -114,15 +114,26 @@ def missing_capabilities(requests: Mapping[str, Request], capabilities: Mapping[
             if CAPABILITY_OF.get(r["method"]) and capabilities.get(CAPABILITY_OF[r["method"]]) is None}
 
 
-def ask_round(flow: Flow, round_: Round, capabilities: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The requests of ``round_`` this client can answer; -32021 when it declared too little."""
-    missing = missing_capabilities(round_, capabilities)
-    usable = {key: dict(request) for key, request in round_.items() if CAPABILITY_OF.get(request["method"]) not in missing}
-    if missing and (not flow.subset or not usable):
+def plan(flow: Flow, arguments: Mapping[str, Any], capabilities: Mapping[str, Any]) -> list[dict[str, dict[str, Any]]]:
+    """Every round's requests this client can answer, checked before anything is asked.
+
+    A flow needing a capability the client did not declare is -32021 (``requiredCapabilities``);
+    a ``subset`` flow drops undeclared requests and fails only when a round would be empty.
+    """
+    rounds = list(flow.rounds(arguments))
+    needed: dict[str, dict[str, Any]] = {}
+    usable_rounds = []
+    for round_ in rounds:
+        missing = missing_capabilities(round_, capabilities)
+        usable = {key: dict(request) for key, request in round_.items() if CAPABILITY_OF.get(request["method"]) not in missing}
+        if missing and (not flow.subset or not usable):
+            needed.update(missing)
+        usable_rounds.append(usable)
+    if needed:
         raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-                       message=f"{flow.name} needs client capabilities the request did not declare: {', '.join(sorted(missing))}",
-                       data={"requiredCapabilities": missing})
-    return usable
+                       message=f"{flow.name} needs client capabilities the request did not declare: {', '.join(sorted(needed))}",
+                       data={"requiredCapabilities": needed})
+    return usable_rounds
 
 
 def _digest(arguments: Mapping[str, Any]) -> str:
@@ -143,11 +154,11 @@ class RoundKeeper:
                 request_state: str | None, capabilities: Mapping[str, Any]) -> InputRequired | Completed:
         """The next step of ``flow`` for this (re)try; raises ``MCPError`` -32602 / -32021."""
         arguments = dict(arguments or {})
-        rounds = list(flow.rounds(arguments))
+        rounds = plan(flow, arguments, capabilities)
         index, answers, nonce = 0, {}, None
         if flow.sealed and request_state is not None:
             index, answers, nonce = self._open(flow, arguments, request_state)
-        asked = ask_round(flow, rounds[index], capabilities)
+        asked = rounds[index]
         got = {key: (input_responses or {}).get(key) for key in asked if key in (input_responses or {})}
         for key, answer in got.items():
             problem = answer_problem(asked[key]["method"], answer)
@@ -160,7 +171,7 @@ class RoundKeeper:
         answers = {**answers, **got}
         if index + 1 == len(rounds):
             return Completed(flow.finish(arguments, answers))
-        return self._ask(flow, arguments, index + 1, answers, ask_round(flow, rounds[index + 1], capabilities))
+        return self._ask(flow, arguments, index + 1, answers, rounds[index + 1])
 
     def _ask(self, flow: Flow, arguments: Mapping[str, Any], index: int, answers: Mapping[str, Any],
              asked: dict[str, dict[str, Any]]) -> InputRequired:

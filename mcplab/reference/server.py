@@ -12,11 +12,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as t
 from mcp.server import Server
 from mcp.server.caching import CacheHint
+from mcp.server.connection import allowed_log_levels
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, SubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -25,7 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .. import __version__
 from ..serving import ServedApp, serve_app, transport_security
 from .completion import complete
-from .mrtr import Flow, InputRequired, RoundKeeper, ask_round
+from .mrtr import Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
 from .tools import TOOLS, tool_descriptors
@@ -45,9 +46,7 @@ CACHE_HINTS = {
     "resources/read": CacheHint(ttl_ms=60_000, scope="public"),
 }
 
-# The legacy era's logging, sampling and roots are deprecated in 2026-07-28; this server serves
-# 2025-11-25 clients on purpose, so the SDK's deprecation warnings for calls made here are noise.
-warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=__name__)
+_LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
     "elicitation/create": (t.ElicitRequest, t.ElicitResult),
@@ -68,16 +67,32 @@ def _modern(ctx: Any) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+def _session_of(ctx: Any) -> str | None:
+    """The 2025-11-25 session id of this request (``None`` on the stateless 2026-07-28 wire)."""
+    request = getattr(ctx, "request", None)
+    return request.headers.get("mcp-session-id") if request is not None else None
+
+
 class _RequestEffects:
     """A tool's notifications for one request: on its own stream, or to the listen streams."""
 
-    def __init__(self, ctx: Any, bus: SubscriptionBus) -> None:
+    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: Mapping[str | None, str]) -> None:
         self._ctx = ctx
         self._bus = bus
+        self._legacy_levels = legacy_levels
 
     async def log(self, level: str, message: str) -> None:
-        # On 2026-07-28 the SDK drops this unless the request's _meta opted in to that level.
-        await self._ctx.session.send_log_message(level, message, logger=SERVER_NAME, related_request_id=self._ctx.request_id)
+        # 2026-07-28: only at or above the level the request's _meta opted in to (none without it);
+        # 2025-11-25: at or above the session's logging/setLevel (everything before one arrives).
+        if _modern(self._ctx):
+            allowed = level in allowed_log_levels(self._ctx.protocol_version, _dump(self._ctx.meta))
+        else:
+            floor = self._legacy_levels.get(_session_of(self._ctx), _LOG_LEVELS[0])
+            allowed = _LOG_LEVELS.index(level) >= _LOG_LEVELS.index(floor)
+        if allowed:
+            notification = t.LoggingMessageNotification(
+                params=t.LoggingMessageNotificationParams(level=level, data=message, logger=SERVER_NAME))
+            await self._ctx.session.send_notification(notification, related_request_id=self._ctx.request_id)
 
     async def progress(self, progress: float, total: float, message: str | None = None) -> None:
         await self._ctx.session.report_progress(progress, total, message)  # a no-op without a progressToken
@@ -109,8 +124,8 @@ async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mappin
         return keeper.advance(flow, arguments, input_responses=_dump(input_responses) if input_responses is not None else None,
                               request_state=getattr(params, "request_state", None), capabilities=capabilities)
     answers: dict[str, Any] = {}
-    for round_ in flow.rounds(dict(arguments or {})):
-        for key, request in ask_round(flow, round_, capabilities).items():
+    for round_ in plan(flow, dict(arguments or {}), capabilities):
+        for key, request in round_.items():
             answers[key] = await _ask_client(ctx, request)
     return flow.finish(dict(arguments or {}), answers)
 
@@ -124,6 +139,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     keeper = keeper or RoundKeeper()
     bus = bus or InMemorySubscriptionBus()
     subscriptions = Subscriptions()
+    legacy_levels: dict[str | None, str] = {}
     tools = {tool.name: tool for tool in TOOLS}
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
@@ -140,7 +156,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
             wire = getattr(step, "result", step)
         else:
             assert tool.handler is not None
-            wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus))
+            wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus, legacy_levels))
         return t.CallToolResult.model_validate(wire)
 
     async def list_prompts(ctx: Any, params: Any) -> t.ListPromptsResult:
@@ -164,29 +180,31 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     async def read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
         return t.ReadResourceResult.model_validate({"contents": read_contents(str(params.uri))})
 
-    def session_of(ctx: Any) -> str | None:
-        request = getattr(ctx, "request", None)
-        return request.headers.get("mcp-session-id") if request is not None else None
-
     async def subscribe(ctx: Any, params: t.SubscribeRequestParams) -> t.EmptyResult:
-        subscriptions.add(session_of(ctx), str(params.uri))
+        subscriptions.add(_session_of(ctx), str(params.uri))
         return t.EmptyResult()
 
     async def unsubscribe(ctx: Any, params: t.UnsubscribeRequestParams) -> t.EmptyResult:
-        subscriptions.remove(session_of(ctx), str(params.uri))
+        subscriptions.remove(_session_of(ctx), str(params.uri))
         return t.EmptyResult()
 
     async def completion(ctx: Any, params: t.CompleteRequestParams) -> t.CompleteResult:
         return t.CompleteResult.model_validate({"completion": complete(_dump(params.ref), params.argument.name, params.argument.value)})
 
     async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
-        return t.EmptyResult()  # 2025-11-25 only; the SDK sends every level on that era
+        session = _session_of(ctx)
+        if session is not None:  # 2025-11-25 only (the modern wire answers logging/setLevel with 404)
+            legacy_levels[session] = params.level
+        return t.EmptyResult()
 
-    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
-                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
-                  on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
-                  on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
-                  on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+    # Logging (setLevel) is deprecated in 2026-07-28; this server serves 2025-11-25 clients on purpose.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
+                      on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                      on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
+                      on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
+                      on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
 
 
 def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:

@@ -1,0 +1,415 @@
+"""The reference server: its fixtures, its MRTR rounds, the real SDK client in both eras, and the official runner."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import wave
+import zlib
+
+import anyio
+import httpx
+import mcp_types as t
+import pytest
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
+
+from mcplab.cli import main
+from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner, list_scenarios, run_official
+from mcplab.reference import (
+    PNG_BYTES,
+    TOOLS,
+    WAV_BYTES,
+    Completed,
+    Flow,
+    InputRequired,
+    RoundKeeper,
+    complete,
+    elicit,
+    prompt_messages,
+    read_contents,
+    sample,
+    serve_reference,
+)
+from mcplab.requests import build_request
+from mcplab.serving import ServeError
+
+ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+MODES = ["2026-07-28", "legacy"]
+
+
+# ---------------------------------------------------------------- fixtures as data
+
+
+def test_media_are_a_real_png_pixel_and_a_real_wav():
+    assert PNG_BYTES.startswith(b"\x89PNG\r\n\x1a\n") and PNG_BYTES[12:16] == b"IHDR"
+    idat = PNG_BYTES.index(b"IDAT")
+    length = int.from_bytes(PNG_BYTES[idat - 4:idat], "big")
+    assert zlib.decompress(PNG_BYTES[idat + 4:idat + 4 + length]) == b"\x00\xff\x00\x00"  # one red pixel
+    with wave.open(io.BytesIO(WAV_BYTES)) as audio:
+        assert audio.getnframes() > 0 and audio.getframerate() == 8000
+
+
+def test_resource_not_found_is_invalid_params_with_the_uri():
+    with pytest.raises(MCPError) as caught:
+        read_contents("test://nonexistent-resource-for-conformance-testing")
+    assert caught.value.error.code == INVALID_PARAMS
+    assert caught.value.error.data == {"uri": "test://nonexistent-resource-for-conformance-testing"}
+
+
+def test_template_substitutes_the_id():
+    [content] = read_contents("test://template/123/data")
+    assert content["text"] == '{"id":"123","templateTest":true,"data":"Data for ID: 123"}'
+    assert read_contents("test://static-binary")[0]["blob"] == base64.b64encode(PNG_BYTES).decode()
+
+
+def test_completion_filters_by_prefix_and_reports_totals():
+    assert complete({"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "arg1", "par") == {
+        "values": ["paris", "park", "party"], "total": 3, "hasMore": False}
+    assert complete({"type": "ref/prompt", "name": "unknown"}, "arg1", "")["values"] == []
+
+
+def test_prompt_with_missing_arguments_is_invalid_params():
+    with pytest.raises(MCPError) as caught:
+        prompt_messages("test_prompt_with_arguments", {"arg1": "hello"})
+    assert caught.value.error.code == INVALID_PARAMS and caught.value.error.data == {"missing": ["arg2"]}
+    assert prompt_messages("test_prompt_with_arguments", {"arg1": "hello", "arg2": "world"})[0]["content"]["text"] == \
+        "Prompt with arguments: arg1='hello', arg2='world'"
+
+
+def test_tool_names_follow_the_spec_rules_and_are_unique():
+    names = [tool.name for tool in TOOLS]
+    assert len(names) == len(set(names))
+    assert all(1 <= len(n) <= 128 and n.replace("_", "").replace("-", "").replace(".", "").isalnum() for n in names)
+
+
+# ---------------------------------------------------------------- MRTR rounds (in memory)
+
+TWO_ROUNDS = Flow(name="two_rounds",
+                  rounds=lambda args: [{"first": elicit("1?", {"a": {"type": "string"}})}, {"second": sample("2?", 10)}],
+                  finish=lambda args, answers: sorted(answers), sealed=True)
+ACCEPT = {"action": "accept", "content": {"a": "x"}}
+SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+
+def advance(keeper: RoundKeeper, flow: Flow = TWO_ROUNDS, *, args=None, responses=None, state=None, caps=ALL_CAPS):
+    return keeper.advance(flow, args or {}, input_responses=responses, request_state=state, capabilities=caps)
+
+
+def rejected(call) -> MCPError:
+    with pytest.raises(MCPError) as caught:
+        call()
+    return caught.value
+
+
+def test_sealed_flow_walks_its_rounds_with_a_new_state_each_time():
+    keeper = RoundKeeper()
+    first = advance(keeper)
+    assert isinstance(first, InputRequired) and list(first.input_requests) == ["first"] and first.request_state
+    second = advance(keeper, responses={"first": ACCEPT, "stray": 5}, state=first.request_state)
+    assert isinstance(second, InputRequired) and list(second.input_requests) == ["second"]
+    assert second.request_state != first.request_state
+    done = advance(keeper, responses={"second": SAMPLED}, state=second.request_state)
+    assert done == Completed(["first", "second"])
+
+
+def test_negative_tampered_foreign_and_replayed_states_are_invalid_params():
+    keeper = RoundKeeper()
+    state = advance(keeper).request_state
+    assert rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=state + "-TAMPERED")).error.code == INVALID_PARAMS
+    assert rejected(lambda: advance(RoundKeeper(), responses={"first": ACCEPT}, state=state)).error.code == INVALID_PARAMS
+    assert "another call" in rejected(lambda: advance(keeper, args={"x": 1}, responses={"first": ACCEPT}, state=state)).error.message
+    advance(keeper, responses={"first": ACCEPT}, state=state)
+    assert "replay" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=state)).error.message
+
+
+def test_negative_expired_state_is_invalid_params():
+    clock = [1000.0]
+    keeper = RoundKeeper(ttl=60, now=lambda: clock[0])
+    state = advance(keeper).request_state
+    clock[0] += 61
+    assert "expired" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=state)).error.message
+
+
+def test_missing_answers_ask_again_and_malformed_answers_are_invalid_params():
+    keeper = RoundKeeper()
+    again = advance(keeper, responses={"wrong_key": ACCEPT})
+    assert isinstance(again, InputRequired) and list(again.input_requests) == ["first"]
+    error = rejected(lambda: advance(keeper, responses={"first": 12345}, state=again.request_state)).error
+    assert error.code == INVALID_PARAMS and error.data == {"key": "first"}
+
+
+def test_negative_undeclared_capability_is_minus_32021_and_subset_flows_ask_what_is_declared():
+    error = rejected(lambda: advance(RoundKeeper(), caps={"elicitation": {}})).error
+    assert error.code == MISSING_REQUIRED_CLIENT_CAPABILITY and error.data == {"requiredCapabilities": {"sampling": {}}}
+    subset = Flow(name="subset", rounds=lambda a: [{"e": elicit("?", {}), "s": sample("?", 5)}], finish=lambda a, r: r, subset=True)
+    asked = advance(RoundKeeper(), subset, caps={"sampling": {}})
+    assert {key: r["method"] for key, r in asked.input_requests.items()} == {"s": "sampling/createMessage"}
+    assert rejected(lambda: advance(RoundKeeper(), subset, caps={})).error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+def test_state_round_trips_only_through_the_hmac():
+    keeper = RoundKeeper()
+    state = advance(keeper).request_state
+    prefix, body, mac = state.split(".")
+    assert rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=f"{prefix}.{body}x.{mac}")).error.code == INVALID_PARAMS
+
+
+# ---------------------------------------------------------------- the real SDK client over loopback, both eras
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_reference() as served:
+        yield served
+
+
+def sdk(server, mode: str, **callbacks) -> Client:
+    return Client(server.url, mode=mode, **callbacks)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sdk_client_sees_every_fixture_kind(server, mode):
+    async def scenario():
+        async with sdk(server, mode) as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+            text = await client.call_tool("test_simple_text")
+            mixed = await client.call_tool("test_multiple_content_types")
+            failed = await client.call_tool("test_error_handling")
+            prompt = await client.get_prompt("test_prompt_with_embedded_resource", {"resourceUri": "test://x"})
+            resource = await client.read_resource("test://static-text")
+            templates = await client.list_resource_templates()
+            completion = await client.complete(t.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
+                                               {"name": "arg1", "value": "pa"})
+            return tools, text, mixed, failed, prompt, resource, templates, completion
+
+    tools, text, mixed, failed, prompt, resource, templates, completion = anyio.run(scenario)
+    assert tools == [tool.name for tool in TOOLS]
+    assert text.content[0].text == "This is a simple text response for testing." and not text.is_error
+    assert [block.type for block in mixed.content] == ["text", "image", "resource"]
+    assert failed.is_error is True
+    assert prompt.messages[0].content.resource.uri == "test://x"
+    assert resource.contents[0].text == "This is the content of the static text resource."
+    assert templates.resource_templates[0].uri_template == "test://template/{id}/data"
+    assert completion.completion.values == ["paris", "park", "party"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_progress_arrives_in_order_on_both_eras(server, mode):
+    seen: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    async def scenario():
+        async with sdk(server, mode) as client:
+            return await client.call_tool("test_tool_with_progress", progress_callback=on_progress)
+
+    result = anyio.run(scenario)
+    assert not result.is_error
+    assert seen == [(0, 100), (50, 100), (100, 100)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logs_reach_a_client_that_asked_for_them(server, mode):
+    logs: list[str] = []
+
+    async def on_log(params):
+        logs.append(params.data)
+
+    async def scenario():
+        async with Client(server.url, mode=mode, logging_callback=on_log, log_level="info") as client:
+            return await client.call_tool("test_tool_with_logging")
+
+    anyio.run(scenario)
+    assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # logging/setLevel is 2025-11-25 only
+def test_legacy_set_level_filters_the_sessions_logs(server):
+    logs: list = []
+
+    async def on_log(params):
+        logs.append(params.data)
+
+    async def scenario():
+        async with Client(server.url, mode="legacy", logging_callback=on_log) as client:
+            await client.set_logging_level("error")
+            return await client.call_tool("test_tool_with_logging")
+
+    assert not anyio.run(scenario).is_error
+    assert logs == []
+
+
+def test_modern_logs_stay_silent_without_a_log_level(server):
+    logs: list = []
+
+    async def on_log(params):
+        logs.append(params)
+
+    async def scenario():
+        async with Client(server.url, mode="2026-07-28", logging_callback=on_log) as client:
+            return await client.call_tool("test_logging_tool")
+
+    assert not anyio.run(scenario).is_error
+    assert logs == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sampling_elicitation_and_roots_go_through_the_clients_callbacks(server, mode):
+    """2025-11-25: server-to-client requests on the session; 2026-07-28: input_required rounds the SDK client retries."""
+    asked: list[str] = []
+
+    async def sampler(context, params):
+        asked.append("sampling")
+        return t.CreateMessageResult(role="assistant", content=t.TextContent(type="text", text="Paris"), model="test-model")
+
+    async def elicitor(context, params):
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))
+        return t.ElicitResult(action="accept", content={field: "Alice" if field == "name" else "blue"})
+
+    async def roots(context):
+        asked.append("roots")
+        return t.ListRootsResult(roots=[t.Root(uri="file:///test/root", name="Test Root")])
+
+    async def scenario():
+        async with sdk(server, mode, sampling_callback=sampler, elicitation_callback=elicitor, list_roots_callback=roots) as client:
+            return [(await client.call_tool(name)).content[0].text for name in
+                    ("test_sampling", "test_input_required_result_multi_round", "test_input_required_result_multiple_inputs")]
+
+    texts = anyio.run(scenario)
+    assert texts[0] == "LLM response: Paris"
+    assert texts[1] == "Alice likes blue"
+    assert texts[2] == "Paris Alice; roots: file:///test/root"
+    assert asked[:3] == ["sampling", "Step 1: What is your name?", "Step 2: What is your favorite color?"]
+    assert sorted(asked[3:]) == ["What is your name?", "roots", "sampling"]
+
+
+def test_prompt_asks_for_input_on_the_modern_wire(server):
+    async def elicitor(context, params):
+        return t.ElicitResult(action="accept", content={"context": "lab 3"})
+
+    async def scenario():
+        async with sdk(server, "2026-07-28", elicitation_callback=elicitor) as client:
+            return await client.get_prompt("test_input_required_result_prompt")
+
+    assert anyio.run(scenario).messages[0].content.text == "Use this context: lab 3"
+
+
+def test_listen_stream_gets_the_tools_change(server):
+    async def scenario():
+        async with sdk(server, "2026-07-28") as client, client.listen(tools_list_changed=True) as subscription:
+            await client.call_tool("test_trigger_tool_change")
+            with anyio.fail_after(5):
+                async for event in subscription:
+                    return event
+
+    assert type(anyio.run(scenario)).__name__ == "ToolsListChanged"
+
+
+# ---------------------------------------------------------------- raw HTTP: the error paths a client meets
+
+
+def post(server, method: str, params: dict, *, capabilities=None, headers=()):
+    body, built = build_request(method, params, capabilities=ALL_CAPS if capabilities is None else capabilities)
+    with httpx.Client() as http:
+        return http.post(server.url, json=body, headers=[*built, ("Accept", "application/json, text/event-stream"), *headers])
+
+
+def test_negative_tampered_state_over_http_is_400_invalid_params(server):
+    first = post(server, "tools/call", {"name": "test_input_required_result_tampered_state", "arguments": {}}).json()["result"]
+    assert first["resultType"] == "input_required" and first["requestState"].startswith("v1.")
+    reply = post(server, "tools/call", {"name": "test_input_required_result_tampered_state", "arguments": {},
+                                        "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+                                        "requestState": first["requestState"] + "-TAMPERED"})
+    assert reply.status_code == 400 and reply.json()["error"]["code"] == INVALID_PARAMS
+
+
+def test_negative_missing_capability_over_http_is_400_with_required_capabilities(server):
+    reply = post(server, "tools/call", {"name": "test_missing_capability", "arguments": {}}, capabilities={})
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert reply.json()["error"]["data"]["requiredCapabilities"] == {"sampling": {}}
+
+
+def test_caching_hints_on_modern_lists_and_reads(server):
+    lists = post(server, "resources/list", {}).json()["result"]
+    read = post(server, "resources/read", {"uri": "test://static-text"}).json()["result"]
+    assert (lists["ttlMs"], lists["cacheScope"]) == (60_000, "public") and (read["ttlMs"], read["cacheScope"]) == (60_000, "public")
+
+
+@pytest.mark.parametrize("headers", [[("Host", "evil.example")], [("Origin", "http://evil.example")]])
+def test_negative_dns_rebinding_is_refused(server, headers):
+    reply = post(server, "tools/list", {}, headers=headers)
+    assert 400 <= reply.status_code < 500 and "result" not in reply.text
+
+
+def test_legacy_subscribe_is_gone_from_the_modern_wire(server):
+    reply = post(server, "resources/subscribe", {"uri": "test://watched-resource"})
+    assert reply.status_code == 404 and reply.json()["error"]["code"] == -32601
+
+
+def test_port_in_use_is_a_clear_error(server):
+    with pytest.raises(ServeError, match=f"cannot listen on 127.0.0.1:{server.port}"):
+        with serve_reference(port=server.port):
+            pass
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_serve_reference_bad_port_is_one_line_and_exit_2(capsys):
+    assert main(["serve", "reference", "--port", "70000"]) == 2
+    err = capsys.readouterr().err
+    assert "--port must be 0..65535" in err and err.count("\n") == 1
+
+
+def test_serve_reference_prints_the_url_serves_and_stops_on_sigterm():
+    proc = subprocess.Popen([sys.executable, "-m", "mcplab", "serve", "reference", "--port", "0"], env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = proc.stdout.readline()
+        assert "serving http://127.0.0.1:" in line, line + proc.stderr.read()
+        body, headers = build_request("tools/list", {})
+        reply = httpx.post(line.split()[4], json=body, headers=headers)
+        assert reply.status_code == 200 and "test_simple_text" in reply.text
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert "stopped" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# ---------------------------------------------------------------- the official runner, nothing excused
+
+
+@pytest.fixture(scope="module")
+def runner():
+    try:
+        return ensure_runner()
+    except RegistryUnreachable as exc:
+        pytest.skip(f"npm registry unreachable, cannot install {RUNNER_PACKAGE}@{RUNNER_VERSION}: {exc}")
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("requirements", REQUIREMENT_REVISIONS)
+def test_reference_passes_every_scored_scenario_without_a_baseline(runner, server, requirements):
+    scored = list_scenarios(requirements, runner=runner)
+    started = time.monotonic()
+    run = run_official(server.url, requirements, runner=runner)
+    elapsed = time.monotonic() - started
+    print(f"\nofficial runner {RUNNER_VERSION} vs reference server: {run.summary()} in {elapsed:.1f} s")
+    failing = {s.scenario: [(c.id, c.message) for c in s.failures] for s in run.scored if not s.passed}
+    assert run.exit_code == 0, f"{failing}\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}"
+    assert run.baseline is None
+    assert [s.scenario for s in run.scored] == scored and run.passed_scenarios == len(scored) > 0
+    assert run.failed_checks == 0
