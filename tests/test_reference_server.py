@@ -24,11 +24,13 @@ from mcplab.cli import main
 from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner, list_scenarios, run_official
 from mcplab.reference import (
     PNG_BYTES,
+    SCHEMA_2020_12,
     TOOLS,
     WAV_BYTES,
     Completed,
     Flow,
     InputRequired,
+    MemoryEventStore,
     RoundKeeper,
     complete,
     elicit,
@@ -87,6 +89,27 @@ def test_tool_names_follow_the_spec_rules_and_are_unique():
     names = [tool.name for tool in TOOLS]
     assert len(names) == len(set(names))
     assert all(1 <= len(n) <= 128 and n.replace("_", "").replace("-", "").replace(".", "").isalnum() for n in names)
+
+
+def test_event_store_replays_only_the_later_events_of_that_stream():
+    async def scenario():
+        store = MemoryEventStore(limit=4)
+        message = t.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={"progressToken": 1, "progress": 1})
+        priming = await store.store_event("a", None)
+        first = await store.store_event("a", message)
+        await store.store_event("b", message)
+        last = await store.store_event("a", message)
+        replayed: list[str] = []
+
+        async def send(event):
+            replayed.append(event.event_id)
+
+        stream = await store.replay_events_after(priming, send)
+        await store.store_event("c", None)  # pushes the priming event out (limit 4)
+        return stream, replayed, first, last, await store.replay_events_after(priming, send)
+
+    stream, replayed, first, last, gone = anyio.run(scenario)
+    assert stream == "a" and replayed == [first, last] and gone is None
 
 
 # ---------------------------------------------------------------- MRTR rounds (in memory)
@@ -354,6 +377,28 @@ def test_negative_dns_rebinding_is_refused(server, headers):
 def test_legacy_subscribe_is_gone_from_the_modern_wire(server):
     reply = post(server, "resources/subscribe", {"uri": "test://watched-resource"})
     assert reply.status_code == 404 and reply.json()["error"]["code"] == -32601
+
+
+def test_json_schema_2020_12_keywords_reach_the_wire_untouched(server):
+    tools = post(server, "tools/list", {}).json()["result"]["tools"]
+    assert next(tool for tool in tools if tool["name"] == "json_schema_2020_12_tool")["inputSchema"] == SCHEMA_2020_12
+
+
+def test_negative_mcp_param_header_must_match_the_body(server):
+    params = {"name": "test_header_param", "arguments": {"region": "Hello"}}
+    good = post(server, "tools/call", params, headers=[("Mcp-Param-Region", "=?base64?SGVsbG8=?=")])
+    assert good.status_code == 200 and "Region: Hello" in good.text
+    for header in ([("Mcp-Param-Region", "Goodbye")], []):
+        bad = post(server, "tools/call", params, headers=header)
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == -32020
+
+
+def test_legacy_stream_closed_mid_call_is_resumed_by_the_sdk_client(server):
+    async def scenario():
+        async with sdk(server, "legacy") as client:
+            return await client.call_tool("test_reconnection")
+
+    assert anyio.run(scenario).content[0].text == "Reconnection test completed after closing the stream"
 
 
 def test_port_in_use_is_a_clear_error(server):

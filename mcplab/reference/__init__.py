@@ -1,12 +1,13 @@
 """The reference server: a Python MCP server that passes the official conformance scenarios.
 
 Layers, bottom up: ``media`` (fixture bytes), ``mrtr`` (input_required rounds with sealed state),
-``resources``, ``prompts``, ``completion`` and ``tools`` (the fixture tables), and ``server`` (the
+``events`` (SSE resumption), ``resources``, ``prompts``, ``completion`` and ``tools`` (the fixture tables), and ``server`` (the
 ``mcp`` SDK adapter under uvicorn, both eras on one route).
 """
 
-from . import completion, media, mrtr, prompts, resources, server, tools
+from . import completion, events, media, mrtr, prompts, resources, server, tools
 from .completion import *  # noqa: F403
+from .events import *  # noqa: F403
 from .media import *  # noqa: F403
 from .mrtr import *  # noqa: F403
 from .prompts import *  # noqa: F403
@@ -14,4 +15,4 @@ from .resources import *  # noqa: F403
 from .server import *  # noqa: F403
 from .tools import *  # noqa: F403
 
-__all__ = [name for module in (media, mrtr, resources, prompts, completion, tools, server) for name in module.__all__]
+__all__ = [name for module in (media, events, mrtr, resources, prompts, completion, tools, server) for name in module.__all__]

@@ -26,12 +26,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .. import __version__
 from ..serving import ServedApp, serve_app, transport_security
 from .completion import complete
+from .events import MemoryEventStore
 from .mrtr import Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
 from .tools import TOOLS, tool_descriptors
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "build_server", "build_app", "serve_reference"]
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -46,6 +47,8 @@ CACHE_HINTS = {
     "resources/read": CacheHint(ttl_ms=60_000, scope="public"),
 }
 
+#: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
+RETRY_MS = 500
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -96,6 +99,13 @@ class _RequestEffects:
 
     async def progress(self, progress: float, total: float, message: str | None = None) -> None:
         await self._ctx.session.report_progress(progress, total, message)  # a no-op without a progressToken
+
+    async def close_stream(self) -> bool:
+        close = getattr(self._ctx, "close_sse_stream", None)  # only 2025-11-25 streams with an event store
+        if close is None:
+            return False
+        await close()
+        return True
 
     async def tools_changed(self) -> None:
         await self._bus.publish(ToolsListChanged())
@@ -210,8 +220,8 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
 def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:
     """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts."""
     server = build_server(keeper=keeper)
-    return server.streamable_http_app(stateless_http=False, json_response=False, host=host,
-                                      transport_security=transport_security(host, allowed_hosts))
+    return server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
+                                      retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts))
 
 
 @contextmanager

@@ -19,7 +19,7 @@ import anyio
 from .media import PNG_BASE64, WAV_BASE64
 from .mrtr import Flow, elicit, list_roots, sample
 
-__all__ = ["Effects", "ToolFixture", "TOOLS", "tool_descriptors", "text_result", "STEP_DELAY_SECONDS"]
+__all__ = ["Effects", "ToolFixture", "TOOLS", "SCHEMA_2020_12", "HEADER_SCHEMA", "tool_descriptors", "text_result", "STEP_DELAY_SECONDS"]
 
 #: The pause between a fixture's log or progress notifications (the scenarios ask for ~50 ms).
 STEP_DELAY_SECONDS = 0.05
@@ -32,6 +32,7 @@ class Effects(Protocol):
     async def progress(self, progress: float, total: float, message: str | None = None) -> None: ...
     async def tools_changed(self) -> None: ...
     async def prompts_changed(self) -> None: ...
+    async def close_stream(self) -> bool: ...
 
 
 Handler = Callable[[Mapping[str, Any], Effects], Awaitable[dict[str, Any]]]
@@ -85,6 +86,20 @@ async def _progress(arguments: Mapping[str, Any], effects: Effects) -> dict[str,
             await anyio.sleep(STEP_DELAY_SECONDS)
         await effects.progress(value, 100, f"{value}% done")
     return text_result("Tool with progress executed: 0/100, 50/100, 100/100")
+
+
+async def _echo_region(arguments: Mapping[str, Any], effects: Effects) -> dict[str, Any]:
+    return text_result(f"Region: {arguments.get('region')}")
+
+
+async def _accept_contact(arguments: Mapping[str, Any], effects: Effects) -> dict[str, Any]:
+    return text_result(f"Contact for {arguments.get('name', 'someone')} accepted")
+
+
+async def _reconnection(arguments: Mapping[str, Any], effects: Effects) -> dict[str, Any]:
+    closed = await effects.close_stream()
+    await anyio.sleep(STEP_DELAY_SECONDS * 2)  # the result is produced while the client is away
+    return text_result("Reconnection test completed" + (" after closing the stream" if closed else ""))
 
 
 async def _error(arguments: Mapping[str, Any], effects: Effects) -> dict[str, Any]:
@@ -192,6 +207,26 @@ _FLOW_DESCRIPTIONS = {
     "test_elicitation": ("Asks the user for a username and email", _schema(message="The message to show the user")),
 }
 
+#: JSON Schema 2020-12 keywords a server must pass through untouched (SEP-1613, SEP-2106).
+SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+#: A parameter mirrored into an ``Mcp-Param-Region`` header (SEP-2243); the SDK checks header against body.
+HEADER_SCHEMA = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region",
+                                                             "description": "Also sent as the Mcp-Param-Region header"}},
+                 "required": ["region"]}
+
 TOOLS: tuple[ToolFixture, ...] = (
     ToolFixture("test_simple_text", "Returns simple text content", _schema(),
                 _content({"type": "text", "text": "This is a simple text response for testing."})),
@@ -209,9 +244,13 @@ TOOLS: tuple[ToolFixture, ...] = (
     ToolFixture("test_logging_tool", "Sends three info log messages while it runs (only to callers that opted in)", _schema(), _logging),
     ToolFixture("test_error_handling", "Always reports a tool error (isError: true)", _schema(), _error),
     ToolFixture("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100", _schema(), _progress),
+    ToolFixture("test_reconnection", "Closes its SSE stream mid-call; the client resumes with Last-Event-ID (2025-11-25)",
+                _schema(), _reconnection),
     ToolFixture("test_trigger_tool_change", "Announces a tools/list change on subscriptions/listen streams", _schema(), _trigger_tools),
     ToolFixture("test_trigger_prompt_change", "Announces a prompts/list change on subscriptions/listen streams", _schema(),
                 _trigger_prompts),
+    ToolFixture("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", SCHEMA_2020_12, _accept_contact),
+    ToolFixture("test_header_param", "Echoes a parameter the client mirrors into an Mcp-Param header", HEADER_SCHEMA, _echo_region),
     *(ToolFixture(flow.name, *_FLOW_DESCRIPTIONS.get(flow.name, (f"Needs client input first ({flow.name[5:].replace('_', ' ')})",
                                                                   _schema())), flow=flow)
       for flow in _FLOWS),
