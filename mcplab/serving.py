@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from .errors import MCPLabError
 
-__all__ = ["ServeError", "ServedApp", "is_loopback", "transport_security", "serve_app"]
+__all__ = ["ServeError", "ServedApp", "is_loopback", "transport_security", "serve_app", "wire_dump"]
 
 _STARTUP_SECONDS = 10.0
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
@@ -39,6 +39,15 @@ class ServedApp:
     url: str
     host: str
     port: int
+
+
+def wire_dump(value: Any) -> Any:
+    """SDK models (and dicts of them) as the JSON a handler saw on the wire: aliases, no ``None`` fields."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        return {key: wire_dump(item) for key, item in value.items()}
+    return value
 
 
 def is_loopback(host: str) -> bool:

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from mcplab.cli import main
-from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner, list_scenarios, run_official
+from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scenarios, run_official
 from mcplab.reference import (
     PNG_BYTES,
     SCHEMA_2020_12,
@@ -437,13 +437,6 @@ def test_serve_reference_prints_the_url_serves_and_stops_on_sigterm():
 
 # ---------------------------------------------------------------- the official runner, nothing excused
 
-
-@pytest.fixture(scope="module")
-def runner():
-    try:
-        return ensure_runner()
-    except RegistryUnreachable as exc:
-        pytest.skip(f"npm registry unreachable, cannot install {RUNNER_PACKAGE}@{RUNNER_VERSION}: {exc}")
 
 
 @pytest.mark.network

@@ -24,7 +24,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from ..serving import ServedApp, serve_app, transport_security
+from ..serving import ServedApp, serve_app, transport_security, wire_dump
 from .completion import complete
 from .events import MemoryEventStore
 from .mrtr import Flow, InputRequired, RoundKeeper, plan
@@ -58,14 +58,6 @@ _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
 }
 
 
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
-    if isinstance(value, dict):
-        return {key: _dump(item) for key, item in value.items()}
-    return value
-
-
 def _modern(ctx: Any) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
@@ -88,7 +80,7 @@ class _RequestEffects:
         # 2026-07-28: only at or above the level the request's _meta opted in to (none without it);
         # 2025-11-25: at or above the session's logging/setLevel (everything before one arrives).
         if _modern(self._ctx):
-            allowed = level in allowed_log_levels(self._ctx.protocol_version, _dump(self._ctx.meta))
+            allowed = level in allowed_log_levels(self._ctx.protocol_version, wire_dump(self._ctx.meta))
         else:
             floor = self._legacy_levels.get(_session_of(self._ctx), _LOG_LEVELS[0])
             allowed = _LOG_LEVELS.index(level) >= _LOG_LEVELS.index(floor)
@@ -123,15 +115,15 @@ async def _ask_client(ctx: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     request_model, result_model = _REQUEST_MODELS[request["method"]]
     result = await ctx.session.send_request(request_model.model_validate(dict(request)), result_model,
                                             metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
-    return _dump(result)
+    return wire_dump(result)
 
 
 async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mapping[str, Any] | None, params: Any) -> Any:
     """The flow's result, or an ``InputRequired`` (2026-07-28); 2025-11-25 asks over the back channel."""
-    capabilities = _dump(ctx.session.client_capabilities) or {}
+    capabilities = wire_dump(ctx.session.client_capabilities) or {}
     if _modern(ctx):
         input_responses = getattr(params, "input_responses", None)
-        return keeper.advance(flow, arguments, input_responses=_dump(input_responses) if input_responses is not None else None,
+        return keeper.advance(flow, arguments, input_responses=wire_dump(input_responses) if input_responses is not None else None,
                               request_state=getattr(params, "request_state", None), capabilities=capabilities)
     answers: dict[str, Any] = {}
     for round_ in plan(flow, dict(arguments or {}), capabilities):
@@ -199,7 +191,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
         return t.EmptyResult()
 
     async def completion(ctx: Any, params: t.CompleteRequestParams) -> t.CompleteResult:
-        return t.CompleteResult.model_validate({"completion": complete(_dump(params.ref), params.argument.name, params.argument.value)})
+        return t.CompleteResult.model_validate({"completion": complete(wire_dump(params.ref), params.argument.name, params.argument.value)})
 
     async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
         session = _session_of(ctx)

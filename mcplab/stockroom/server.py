@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
-from ..serving import ServeError, is_loopback, serve_app, transport_security
+from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
@@ -44,14 +44,6 @@ INSTRUCTIONS = (
     "without touching it; commit_reorder writes only after a person approves the exact payload (it answers "
     "input_required with the diff). Tools outside the allow-list are denied."
 )
-
-
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
-    if isinstance(value, dict):
-        return {key: _dump(item) for key, item in value.items()}
-    return value
 
 
 def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
@@ -75,11 +67,11 @@ def build_server(stockroom: Stockroom) -> Server:
 
     async def call_tool(ctx: Any, params: Any) -> t.CallToolResult | t.InputRequiredResult:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        capabilities = _dump(ctx.session.client_capabilities) if modern else None
+        capabilities = wire_dump(ctx.session.client_capabilities) if modern else None
         input_responses = getattr(params, "input_responses", None)
         outcome = await anyio.to_thread.run_sync(lambda: stockroom.call_tool(
             params.name, params.arguments,
-            input_responses=_dump(input_responses) if input_responses is not None else None,
+            input_responses=wire_dump(input_responses) if input_responses is not None else None,
             request_state=getattr(params, "request_state", None),
             era="modern" if modern else "legacy",
             client_capabilities=capabilities or {},
