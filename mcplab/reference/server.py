@@ -49,6 +49,7 @@ CACHE_HINTS = {
 
 #: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
 RETRY_MS = 500
+_MAX_REMEMBERED_SESSIONS = 10_000  # the SDK's default session cap
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -196,7 +197,10 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
         session = _session_of(ctx)
         if session is not None:  # 2025-11-25 only (the modern wire answers logging/setLevel with 404)
+            legacy_levels.pop(session, None)
             legacy_levels[session] = params.level
+            while len(legacy_levels) > _MAX_REMEMBERED_SESSIONS:  # oldest first: dicts keep insertion order
+                legacy_levels.pop(next(iter(legacy_levels)))
         return t.EmptyResult()
 
     # Logging (setLevel) is deprecated in 2026-07-28; this server serves 2025-11-25 clients on purpose.
