@@ -86,6 +86,15 @@ def test_prompt_with_missing_arguments_is_invalid_params():
         "Prompt with arguments: arg1='hello', arg2='world'"
 
 
+def test_tool_arguments_are_checked_against_the_input_schema():
+    tools = {tool.name: tool for tool in TOOLS}
+    assert tools["test_sampling"].argument_problems({}) == ["(arguments): 'prompt' is a required property"]
+    assert tools["test_header_param"].argument_problems({"region": 5}) == ["region: 5 is not of type 'string'"]
+    assert tools["json_schema_2020_12_tool"].argument_problems({"name": "a", "email": "a@b"}) == []
+    assert tools["json_schema_2020_12_tool"].argument_problems({"name": "a"})  # neither phone nor email
+    assert tools["test_simple_text"].argument_problems({}) == []
+
+
 def test_tool_names_follow_the_spec_rules_and_are_unique():
     names = [tool.name for tool in TOOLS]
     assert len(names) == len(set(names))
@@ -289,9 +298,11 @@ def test_modern_logs_stay_silent_without_a_log_level(server):
 def test_sampling_elicitation_and_roots_go_through_the_clients_callbacks(server, mode):
     """2025-11-25: server-to-client requests on the session; 2026-07-28: input_required rounds the SDK client retries."""
     asked: list[str] = []
+    prompts: list[str] = []
 
     async def sampler(context, params):
         asked.append("sampling")
+        prompts.append(params.messages[0].content.text)
         return t.CreateMessageResult(role="assistant", content=t.TextContent(type="text", text="Paris"), model="test-model")
 
     async def elicitor(context, params):
@@ -305,11 +316,12 @@ def test_sampling_elicitation_and_roots_go_through_the_clients_callbacks(server,
 
     async def scenario():
         async with sdk(server, mode, sampling_callback=sampler, elicitation_callback=elicitor, list_roots_callback=roots) as client:
-            return [(await client.call_tool(name)).content[0].text for name in
-                    ("test_sampling", "test_input_required_result_multi_round", "test_input_required_result_multiple_inputs")]
+            calls = [("test_sampling", {"prompt": "Capital of France?"}), ("test_input_required_result_multi_round", {}),
+                     ("test_input_required_result_multiple_inputs", {})]
+            return [(await client.call_tool(name, arguments)).content[0].text for name, arguments in calls]
 
     texts = anyio.run(scenario)
-    assert texts[0] == "LLM response: Paris"
+    assert texts[0] == "LLM response: Paris" and prompts == ["Capital of France?", "Generate a greeting"]
     assert texts[1] == "Alice likes blue"
     assert texts[2] == "Paris Alice; roots: file:///test/root"
     assert asked[:3] == ["sampling", "Step 1: What is your name?", "Step 2: What is your favorite color?"]
@@ -400,6 +412,16 @@ def test_legacy_stream_closed_mid_call_is_resumed_by_the_sdk_client(server):
             return await client.call_tool("test_reconnection")
 
     assert anyio.run(scenario).content[0].text == "Reconnection test completed after closing the stream"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_invalid_arguments_are_a_tool_error_the_model_can_read(server, mode):
+    async def scenario():
+        async with sdk(server, mode) as client:
+            return await client.call_tool("test_sampling", {})
+
+    result = anyio.run(scenario)
+    assert result.is_error is True and "'prompt' is a required property" in result.content[0].text
 
 
 def test_port_in_use_is_a_clear_error(server):

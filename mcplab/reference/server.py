@@ -30,7 +30,7 @@ from .events import MemoryEventStore
 from .mrtr import Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
-from .tools import TOOLS, tool_descriptors
+from .tools import TOOLS, text_result, tool_descriptors
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference"]
 
@@ -152,6 +152,9 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
         tool = tools.get(params.name)
         if tool is None:
             raise MCPError(code=t.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name})
+        problems = tool.argument_problems(params.arguments or {})
+        if problems:  # a tool execution error the model can correct, not a protocol error (SEP-1303)
+            return t.CallToolResult.model_validate(text_result("Invalid arguments: " + "; ".join(problems), is_error=True))
         if tool.flow is not None:
             step = await _run_flow(ctx, keeper, tool.flow, params.arguments, params)
             if isinstance(step, InputRequired):

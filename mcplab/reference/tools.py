@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
+from jsonschema import Draft202012Validator
 
 from .media import PNG_BASE64, WAV_BASE64
 from .mrtr import Flow, elicit, list_roots, sample
@@ -48,6 +49,12 @@ class ToolFixture:
 
     def descriptor(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+    def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
+        """Why ``arguments`` do not satisfy the input schema (JSON Schema 2020-12), empty when they do."""
+        validator = Draft202012Validator(self.input_schema)
+        return sorted(f"{'/'.join(map(str, error.absolute_path)) or '(arguments)'}: {error.message}"
+                      for error in validator.iter_errors(dict(arguments)))
 
 
 def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
