@@ -33,6 +33,7 @@ from mcplab.reference import (
     InputRequired,
     MemoryEventStore,
     RoundKeeper,
+    Subscriptions,
     complete,
     elicit,
     prompt_messages,
@@ -64,6 +65,16 @@ def test_resource_not_found_is_invalid_params_with_the_uri():
         read_contents("test://nonexistent-resource-for-conformance-testing")
     assert caught.value.error.code == INVALID_PARAMS
     assert caught.value.error.data == {"uri": "test://nonexistent-resource-for-conformance-testing"}
+
+
+def test_legacy_subscriptions_are_per_session_and_only_for_real_resources():
+    subscriptions = Subscriptions()
+    subscriptions.add("s1", "test://watched-resource")
+    assert subscriptions.uris("s1") == {"test://watched-resource"} and subscriptions.uris("s2") == set()
+    subscriptions.remove("s1", "test://watched-resource")
+    assert subscriptions.uris("s1") == set()
+    with pytest.raises(MCPError):
+        subscriptions.add("s1", "test://nothing-here")
 
 
 def test_template_substitutes_the_id():
@@ -162,6 +173,11 @@ def test_negative_tampered_foreign_and_replayed_states_are_invalid_params():
     assert "replay" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=state)).error.message
 
 
+def test_negative_sealed_flow_never_takes_answers_without_its_state():
+    again = advance(RoundKeeper(), responses={"first": ACCEPT})
+    assert isinstance(again, InputRequired) and list(again.input_requests) == ["first"] and again.request_state
+
+
 def test_negative_expired_state_is_invalid_params():
     clock = [1000.0]
     keeper = RoundKeeper(ttl=60, now=lambda: clock[0])
@@ -172,7 +188,8 @@ def test_negative_expired_state_is_invalid_params():
 
 def test_missing_answers_ask_again_and_malformed_answers_are_invalid_params():
     keeper = RoundKeeper()
-    again = advance(keeper, responses={"wrong_key": ACCEPT})
+    state = advance(keeper).request_state
+    again = advance(keeper, responses={"wrong_key": ACCEPT}, state=state)
     assert isinstance(again, InputRequired) and list(again.input_requests) == ["first"]
     error = rejected(lambda: advance(keeper, responses={"first": 12345}, state=again.request_state)).error
     assert error.code == INVALID_PARAMS and error.data == {"key": "first"}

@@ -59,8 +59,9 @@ def list_roots() -> dict[str, Any]:
 class Flow:
     """A fixture that needs input: ``rounds(arguments)`` asks, ``finish(arguments, answers)`` builds the result.
 
-    ``sealed`` flows issue and require ``requestState``; ``subset`` rounds ask only what the
-    client declared it can answer (at least one request).
+    ``sealed`` flows issue and require ``requestState`` (answers without it ask again); unsealed
+    flows ignore a ``requestState``. ``subset`` rounds ask only what the client declared it can
+    answer (at least one request).
     """
 
     name: str
@@ -156,7 +157,9 @@ class RoundKeeper:
         arguments = dict(arguments or {})
         rounds = plan(flow, arguments, capabilities)
         index, answers, nonce = 0, {}, None
-        if flow.sealed and request_state is not None:
+        if flow.sealed and request_state is None:
+            input_responses = None  # answers to a question this server cannot show it asked: ask it
+        elif flow.sealed:
             index, answers, nonce = self._open(flow, arguments, request_state)
         asked = rounds[index]
         got = {key: (input_responses or {}).get(key) for key in asked if key in (input_responses or {})}
