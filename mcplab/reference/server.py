@@ -27,7 +27,7 @@ from .. import __version__
 from ..serving import ServedApp, serve_app, transport_security, wire_dump
 from .completion import complete
 from .events import MemoryEventStore
-from .mrtr import Flow, InputRequired, RoundKeeper, plan
+from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
 from .tools import TOOLS, text_result, tool_descriptors
@@ -119,8 +119,9 @@ async def _ask_client(ctx: Any, request: Mapping[str, Any]) -> dict[str, Any]:
     return wire_dump(result)
 
 
-async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mapping[str, Any] | None, params: Any) -> Any:
-    """The flow's result, or an ``InputRequired`` (2026-07-28); 2025-11-25 asks over the back channel."""
+async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mapping[str, Any] | None,
+                    params: Any) -> InputRequired | Completed:
+    """The next step of ``flow``: 2026-07-28 may answer ``InputRequired``; 2025-11-25 asks over the back channel."""
     capabilities = wire_dump(ctx.session.client_capabilities) or {}
     if _modern(ctx):
         input_responses = getattr(params, "input_responses", None)
@@ -130,7 +131,7 @@ async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mappin
     for round_ in plan(flow, dict(arguments or {}), capabilities):
         for key, request in round_.items():
             answers[key] = await _ask_client(ctx, request)
-    return flow.finish(dict(arguments or {}), answers)
+    return Completed(flow.finish(dict(arguments or {}), answers))
 
 
 def _input_required(step: InputRequired) -> t.InputRequiredResult:
@@ -159,7 +160,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
             step = await _run_flow(ctx, keeper, tool.flow, params.arguments, params)
             if isinstance(step, InputRequired):
                 return _input_required(step)
-            wire = getattr(step, "result", step)
+            wire = step.result
         else:
             assert tool.handler is not None
             wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus, legacy_levels))
@@ -175,7 +176,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
         step = await _run_flow(ctx, keeper, flow, params.arguments, params)
         if isinstance(step, InputRequired):
             return _input_required(step)
-        return t.GetPromptResult.model_validate({"messages": getattr(step, "result", step)})
+        return t.GetPromptResult.model_validate({"messages": step.result})
 
     async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
         return t.ListResourcesResult.model_validate({"resources": list(RESOURCES)})
