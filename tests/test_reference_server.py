@@ -204,6 +204,13 @@ def test_negative_undeclared_capability_is_minus_32021_and_subset_flows_ask_what
     assert rejected(lambda: advance(RoundKeeper(), subset, caps={})).error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
+def test_negative_answers_too_large_to_carry_are_refused_up_front():
+    keeper = RoundKeeper()
+    state = advance(keeper).request_state
+    huge = {"action": "accept", "content": {"a": "x" * 5000}}
+    assert "too large" in rejected(lambda: advance(keeper, responses={"first": huge}, state=state)).error.message
+
+
 def test_state_round_trips_only_through_the_hmac():
     keeper = RoundKeeper()
     state = advance(keeper).request_state

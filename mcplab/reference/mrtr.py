@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from ..evidence import canonical_json
-from ..stockroom.gate import StateRejected, open_claims, seal_claims
+from ..stockroom.gate import MAX_STATE_CHARS, StateRejected, open_claims, seal_claims
 
 __all__ = ["Round", "Flow", "InputRequired", "Completed", "RoundKeeper", "CAPABILITY_OF", "elicit", "sample", "list_roots",
            "answer_problem", "missing_capabilities", "plan"]
@@ -182,7 +182,11 @@ class RoundKeeper:
             return InputRequired(asked)
         claims = {"flow": flow.name, "round": index, "arguments": _digest(arguments), "answers": dict(answers),
                   "nonce": secrets.token_hex(12), "expires": int(self.now()) + self.ttl}
-        return InputRequired(asked, seal_claims(self.secret, claims))
+        state = seal_claims(self.secret, claims)
+        if len(state) > MAX_STATE_CHARS:  # it could not come back: say so now, not as a "forged" state later
+            raise MCPError(code=INVALID_PARAMS, message="inputResponses are too large to carry to the next round",
+                           data={"limit": MAX_STATE_CHARS})
+        return InputRequired(asked, state)
 
     def _open(self, flow: Flow, arguments: Mapping[str, Any], state: str) -> tuple[int, dict[str, Any], str]:
         try:

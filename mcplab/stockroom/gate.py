@@ -22,12 +22,13 @@ from typing import Any
 
 from ..evidence import canonical_json
 
-__all__ = ["APPROVAL_TTL_SECONDS", "GateClaims", "StateRejected", "payload_digest", "seal_claims", "open_claims", "seal_state", "open_state"]
+__all__ = ["APPROVAL_TTL_SECONDS", "MAX_STATE_CHARS", "GateClaims", "StateRejected", "payload_digest", "seal_claims", "open_claims", "seal_state", "open_state"]
 
 #: How long an approval question stays answerable.
 APPROVAL_TTL_SECONDS = 15 * 60
 _PREFIX = "v1"
-_MAX_STATE_CHARS = 4096
+#: The longest ``requestState`` :func:`open_claims` accepts.
+MAX_STATE_CHARS = 4096
 
 
 class StateRejected(Exception):
@@ -80,7 +81,7 @@ def open_claims(secret: bytes, state: Any) -> dict[str, Any]:
     """The claims of a state sealed with ``secret``, or :class:`StateRejected` (``forged``) for anything else."""
     if not isinstance(state, str) or not state:
         raise StateRejected("forged", "requestState must be the non-empty string the server sent")
-    if len(state) > _MAX_STATE_CHARS or state.count(".") != 2 or not state.isascii():
+    if len(state) > MAX_STATE_CHARS or state.count(".") != 2 or not state.isascii():
         raise StateRejected("forged", "requestState is not a state this server issued")
     prefix, body, mac = state.split(".")
     signed = f"{prefix}.{body}"
