@@ -26,6 +26,7 @@ from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scena
 from mcplab.reference import (
     PNG_BYTES,
     SCHEMA_2020_12,
+    TASKS_EXTENSION,
     TOOLS,
     WAV_BYTES,
     Completed,
@@ -34,6 +35,7 @@ from mcplab.reference import (
     MemoryEventStore,
     RoundKeeper,
     Subscriptions,
+    TaskStore,
     complete,
     elicit,
     prompt_messages,
@@ -216,6 +218,70 @@ def test_state_round_trips_only_through_the_hmac():
     state = advance(keeper).request_state
     prefix, body, mac = state.split(".")
     assert rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=f"{prefix}.{body}x.{mac}")).error.code == INVALID_PARAMS
+
+
+# ---------------------------------------------------------------- tasks (in memory)
+
+
+def run_tasks(scenario):
+    """Run ``scenario(store)`` with a TaskStore whose jobs run in a task group, as the server's lifespan does."""
+    async def main():
+        store = TaskStore()
+        async with anyio.create_task_group() as group:
+            store.attach(group)
+            try:
+                return await scenario(store)
+            finally:
+                group.cancel_scope.cancel()
+    return anyio.run(main)
+
+
+async def settled(store, task_id: str, statuses=("completed", "failed", "cancelled")) -> dict:
+    with anyio.fail_after(5):
+        while (task := store.get(task_id).detailed())["status"] not in statuses:
+            await anyio.sleep(0.01)
+    return task
+
+
+def test_task_parks_for_input_accepts_partial_answers_and_completes():
+    async def scenario(store):
+        async def job(handle):
+            answers = await handle.ask({"a": elicit("A?", {}), "b": elicit("B?", {})})
+            return {"content": [{"type": "text", "text": ",".join(a["content"]["v"] for a in answers.values())}]}
+
+        record = store.create(job)
+        parked = await settled(store, record.task_id, ("input_required",))
+        first, second = sorted(parked["inputRequests"])
+        store.update(record.task_id, {first: {"action": "accept", "content": {"v": "1"}}, "stray": 5})
+        still = store.get(record.task_id).detailed()
+        store.update(record.task_id, {second: {"action": "accept", "content": {"v": "2"}}})
+        return still, await settled(store, record.task_id)
+
+    still, done = run_tasks(scenario)
+    assert still["status"] == "input_required" and len(still["inputRequests"]) == 1
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "1,2"
+    assert "requestState" not in done and "error" not in done
+
+
+def test_task_errors_cancellation_and_unknown_ids():
+    async def scenario(store):
+        async def crash(handle):
+            raise RuntimeError("boom")
+
+        async def forever(handle):
+            await anyio.sleep(60)
+            return {"content": []}
+
+        failed = store.create(crash)
+        running = store.create(forever)
+        store.cancel(running.task_id)
+        store.cancel(running.task_id)  # idempotent on a terminal task
+        unknown = rejected(lambda: store.get("task-nope")).error.code
+        return await settled(store, failed.task_id), await settled(store, running.task_id), unknown
+
+    failed, cancelled, unknown = run_tasks(scenario)
+    assert failed["status"] == "failed" and failed["error"]["message"] == "RuntimeError: boom" and "result" not in failed
+    assert cancelled["status"] == "cancelled" and unknown == INVALID_PARAMS
 
 
 # ---------------------------------------------------------------- the real SDK client over loopback, both eras
@@ -446,6 +512,36 @@ def test_invalid_arguments_are_a_tool_error_the_model_can_read(server, mode):
 
     result = anyio.run(scenario)
     assert result.is_error is True and "'prompt' is a required property" in result.content[0].text
+
+
+TASKS_CAPS = {**ALL_CAPS, "extensions": {TASKS_EXTENSION: {}}}
+
+
+def test_task_tools_become_tasks_only_when_the_request_declares_the_extension(server):
+    call = {"name": "slow_compute", "arguments": {"seconds": 0.05, "label": "x"}}
+    sync = post(server, "tools/call", call).json()["result"]
+    assert sync["resultType"] == "complete" and sync["content"][0]["text"] == "Computed x after 0.05 s"
+    created = post(server, "tools/call", call, capabilities=TASKS_CAPS).json()["result"]
+    assert created["resultType"] == "task" and created["status"] == "working" and "requestState" not in created
+    deadline = time.monotonic() + 5
+    while (task := post(server, "tasks/get", {"taskId": created["taskId"]}, capabilities=TASKS_CAPS).json()["result"])["status"] != "completed":
+        assert time.monotonic() < deadline, task
+    assert task["result"]["content"][0]["text"] == "Computed x after 0.05 s" and task["resultType"] == "complete"
+
+
+def test_negative_tasks_without_the_extension_are_minus_32021(server):
+    required = post(server, "tools/call", {"name": "failing_job", "arguments": {}})
+    assert required.status_code == 400 and required.json()["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert required.json()["error"]["data"]["requiredCapabilities"] == {"extensions": {TASKS_EXTENSION: {}}}
+    get = post(server, "tasks/get", {"taskId": "task-x"})
+    assert get.status_code == 400 and get.json()["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+def test_negative_tasks_get_checks_mcp_name_and_the_task_id(server):
+    mismatch = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS, headers=[("Mcp-Name", "task-y")])
+    assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
+    unknown = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS)
+    assert unknown.json()["error"]["code"] == INVALID_PARAMS
 
 
 def test_port_in_use_is_a_clear_error(server):

@@ -10,18 +10,21 @@ back channel). SSE responses are on, so progress and log notifications reach the
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, get_args
 
+import anyio
 import mcp_types as t
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.connection import allowed_log_levels
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, SubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.inbound import decode_header_value
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ConfigDict
 
 from .. import __version__
 from ..serving import ServedApp, serve_app, transport_security, wire_dump
@@ -30,7 +33,8 @@ from .events import MemoryEventStore
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
-from .tools import TOOLS, text_result, tool_descriptors
+from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
+from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference"]
 
@@ -134,6 +138,38 @@ async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mappin
     return Completed(flow.finish(dict(arguments or {}), answers))
 
 
+class _SyncHandle:
+    """A task job run synchronously (no tasks extension): 2025-11-25 asks over the session."""
+
+    def __init__(self, ctx: Any, tool: str) -> None:
+        self._ctx = ctx
+        self._tool = tool
+
+    async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+        if _modern(self._ctx):  # parking for input needs a task on the 2026-07-28 wire
+            raise extension_required(self._tool)
+        return {key: await _ask_client(self._ctx, request) for key, request in requests.items()}
+
+
+class _TaskParams(t.RequestParams):
+    """``tasks/get``, ``tasks/update``, ``tasks/cancel`` params (the SDK has no 2026-07-28 models for them)."""
+
+    model_config = ConfigDict(extra="allow")
+    taskId: Any = None  # noqa: N815 - the wire name
+    inputResponses: Any = None  # noqa: N815
+
+
+def _task_request(ctx: Any, params: _TaskParams, method: str) -> str:
+    """Gate a tasks/* request: the extension declared, and ``Mcp-Name`` equal to the ``taskId`` (SEP-2663)."""
+    if not _modern(ctx) or not tasks_declared(wire_dump(ctx.session.client_capabilities)):
+        raise extension_required(method)
+    request = getattr(ctx, "request", None)
+    header = request.headers.get("mcp-name") if request is not None else None
+    if header is None or decode_header_value(header) != params.taskId:
+        raise MCPError(code=t.HEADER_MISMATCH, message="Mcp-Name header does not match the request body's 'taskId' parameter")
+    return params.taskId
+
+
 def _input_required(step: InputRequired) -> t.InputRequiredResult:
     return t.InputRequiredResult.model_validate(step.to_wire())
 
@@ -143,19 +179,22 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     keeper = keeper or RoundKeeper()
     bus = bus or InMemorySubscriptionBus()
     subscriptions = Subscriptions()
+    tasks = TaskStore()
     legacy_levels: dict[str | None, str] = {}
     tools = {tool.name: tool for tool in TOOLS}
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         return t.ListToolsResult.model_validate({"tools": tool_descriptors()})
 
-    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult | t.InputRequiredResult:
+    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> Any:
         tool = tools.get(params.name)
         if tool is None:
             raise MCPError(code=t.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name})
         problems = tool.argument_problems(params.arguments or {})
         if problems:  # a tool execution error the model can correct, not a protocol error (SEP-1303)
             return t.CallToolResult.model_validate(text_result("Invalid arguments: " + "; ".join(problems), is_error=True))
+        if tool.task is not None:
+            return await call_task_tool(ctx, tool, params)
         if tool.flow is not None:
             step = await _run_flow(ctx, keeper, tool.flow, params.arguments, params)
             if isinstance(step, InputRequired):
@@ -165,6 +204,36 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
             assert tool.handler is not None
             wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus, legacy_levels))
         return t.CallToolResult.model_validate(wire)
+
+    async def call_task_tool(ctx: Any, tool: ToolFixture, params: t.CallToolRequestParams) -> Any:
+        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required."""
+        declared = _modern(ctx) and tasks_declared(wire_dump(ctx.session.client_capabilities))
+        if tool.task == "required" and not declared:
+            raise extension_required(tool.name)
+        arguments = dict(params.arguments or {})
+        answers: Mapping[str, Any] = {}
+        if tool.flow is not None:  # input first (MRTR), then the task (SEP-2663 composition)
+            step = await _run_flow(ctx, keeper, tool.flow, arguments, params)
+            if isinstance(step, InputRequired):
+                return _input_required(step)
+            answers = step.result
+        assert tool.job is not None
+        job = tool.job
+        if not declared:
+            return t.CallToolResult.model_validate(await job(arguments, answers, _SyncHandle(ctx, tool.name)))
+        record = tasks.create(lambda handle: job(arguments, answers, handle))
+        return {"resultType": "task", **record.envelope()}
+
+    async def get_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        return tasks.get(_task_request(ctx, params, "tasks/get")).detailed()
+
+    async def update_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        tasks.update(_task_request(ctx, params, "tasks/update"), params.inputResponses)
+        return {}
+
+    async def cancel_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        tasks.cancel(_task_request(ctx, params, "tasks/cancel"))
+        return {}
 
     async def list_prompts(ctx: Any, params: Any) -> t.ListPromptsResult:
         return t.ListPromptsResult.model_validate({"prompts": list(PROMPTS)})
@@ -207,14 +276,29 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
                 legacy_levels.pop(next(iter(legacy_levels)))
         return t.EmptyResult()
 
+    @asynccontextmanager
+    async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as group:  # task jobs run here; shutdown cancels them
+            tasks.attach(group)
+            try:
+                yield {}
+            finally:
+                tasks.attach(None)
+                group.cancel_scope.cancel()
+
     # Logging (setLevel) is deprecated in 2026-07-28; this server serves 2025-11-25 clients on purpose.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
+        server = Server(SERVER_NAME, lifespan=lifespan, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
                       on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
                       on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
                       on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
                       on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+    server.extensions[TASKS_EXTENSION] = {}
+    server.add_request_handler("tasks/get", _TaskParams, get_task)
+    server.add_request_handler("tasks/update", _TaskParams, update_task)
+    server.add_request_handler("tasks/cancel", _TaskParams, cancel_task)
+    return server
 
 
 def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:

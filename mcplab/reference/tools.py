@@ -19,8 +19,9 @@ from jsonschema import Draft202012Validator
 
 from .media import PNG_BASE64, WAV_BASE64
 from .mrtr import Flow, elicit, list_roots, sample
+from .tasks import TaskHandle
 
-__all__ = ["Effects", "ToolFixture", "TOOLS", "SCHEMA_2020_12", "HEADER_SCHEMA", "tool_descriptors", "text_result", "STEP_DELAY_SECONDS"]
+__all__ = ["Effects", "TaskJob", "ToolFixture", "TOOLS", "SCHEMA_2020_12", "HEADER_SCHEMA", "tool_descriptors", "text_result", "STEP_DELAY_SECONDS"]
 
 #: The pause between a fixture's log or progress notifications (the scenarios ask for ~50 ms).
 STEP_DELAY_SECONDS = 0.05
@@ -37,6 +38,8 @@ class Effects(Protocol):
 
 
 Handler = Callable[[Mapping[str, Any], Effects], Awaitable[dict[str, Any]]]
+#: A task job: ``(arguments, answers gathered by the tool's flow, handle) -> CallToolResult dict``.
+TaskJob = Callable[[Mapping[str, Any], Mapping[str, Any], TaskHandle], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,14 @@ class ToolFixture:
     input_schema: dict[str, Any]
     handler: Handler | None = None
     flow: Flow | None = None
+    task: str | None = None  # "optional" or "required": the tool runs as a job (tasks extension)
+    job: TaskJob | None = None
 
     def descriptor(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        descriptor = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        if self.task is not None:
+            descriptor["execution"] = {"taskSupport": self.task}
+        return descriptor
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
         """Why ``arguments`` do not satisfy the input schema (JSON Schema 2020-12), empty when they do."""
@@ -209,6 +217,46 @@ _FLOWS = [
           lambda a, r: "Answered: " + ", ".join(sorted(r)), sealed=True, subset=True),
 ]
 
+async def _greet(arguments: Mapping[str, Any], effects: Effects) -> dict[str, Any]:
+    return text_result(f"Hello, {arguments.get('name', 'World')}!")
+
+
+async def _slow_compute(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    seconds = float(arguments.get("seconds", 1))
+    await anyio.sleep(seconds)
+    return text_result(f"Computed {arguments.get('label', 'result')} after {seconds:g} s")
+
+
+async def _failing_job(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    await anyio.sleep(1)
+    return text_result("The job ran and reports a tool error", is_error=True)
+
+
+async def _protocol_error_job(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    raise RuntimeError("the job crashed before it could produce a result")
+
+
+async def _confirm_delete(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    filename = arguments.get("filename", "the file")
+    reply = await handle.ask({"confirm": elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])})
+    return text_result(f"Deleted {filename}" if _accepted(reply["confirm"], "confirm") else f"Kept {filename}")
+
+
+async def _multi_input(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    replies = await handle.ask({"first": elicit("First value?", {"value": {"type": "string"}}, ["value"]),
+                                "second": elicit("Second value?", {"value": {"type": "string"}}, ["value"])})
+    return text_result(f"Values: {_accepted(replies['first'], 'value')}, {_accepted(replies['second'], 'value')}")
+
+
+async def _greet_later(arguments: Mapping[str, Any], answers: Mapping[str, Any], handle: TaskHandle) -> dict[str, Any]:
+    await anyio.sleep(STEP_DELAY_SECONDS)
+    return text_result(f"Hello, {_accepted(answers['user_name'], 'name') or 'stranger'}! (from a task)")
+
+
+def _task_schema(**properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
 _FLOW_DESCRIPTIONS = {
     "test_sampling": ("Asks the client's model to complete a prompt", _schema(prompt="The prompt to send to the LLM")),
     "test_elicitation": ("Asks the user for a username and email", _schema(message="The message to show the user")),
@@ -258,6 +306,21 @@ TOOLS: tuple[ToolFixture, ...] = (
                 _trigger_prompts),
     ToolFixture("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", SCHEMA_2020_12, _accept_contact),
     ToolFixture("test_header_param", "Echoes a parameter the client mirrors into an Mcp-Param header", HEADER_SCHEMA, _echo_region),
+    # The tasks extension (SEP-2663): sync greet, and jobs the server runs as tasks when the client declares it.
+    ToolFixture("greet", "Greets by name (sync only)", _schema(name="Who to greet"), _greet),
+    ToolFixture("slow_compute", "Sleeps `seconds`, then returns a result (a task when negotiated)",
+                _task_schema(seconds={"type": "number", "minimum": 0}, label={"type": "string"}), task="optional", job=_slow_compute),
+    ToolFixture("failing_job", "Reports a tool error after about a second (task required)", _schema(), task="required",
+                job=_failing_job),
+    ToolFixture("protocol_error_job", "Crashes: the task ends failed with an error", _schema(), task="optional",
+                job=_protocol_error_job),
+    ToolFixture("confirm_delete", "Asks the user to confirm, then 'deletes' (a task parked in input_required)",
+                _task_schema(filename={"type": "string"}), task="optional", job=_confirm_delete),
+    ToolFixture("multi_input", "Asks two questions at once (partial answers keep the task waiting)", _schema(), task="optional",
+                job=_multi_input),
+    ToolFixture("test_tool_with_task", "Asks for a name (input_required), then finishes as a task (task required)", _schema(),
+                flow=Flow(name="test_tool_with_task", rounds=lambda a: [{"user_name": _NAME}], finish=lambda a, r: dict(r)),
+                task="required", job=_greet_later),
     *(ToolFixture(flow.name, *_FLOW_DESCRIPTIONS.get(flow.name, (f"Needs client input first ({flow.name[5:].replace('_', ' ')})",
                                                                   _schema())), flow=flow)
       for flow in _FLOWS),
