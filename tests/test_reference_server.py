@@ -263,6 +263,33 @@ def test_task_parks_for_input_accepts_partial_answers_and_completes():
     assert "requestState" not in done and "error" not in done
 
 
+def test_idle_tasks_are_forgotten_after_their_ttl_and_stop_waiting():
+    clock = [1000.0]
+
+    async def scenario(store):
+        async def waits(handle):
+            await handle.ask({"a": elicit("A?", {})})
+            return {"content": []}
+
+        record = store.create(waits)
+        await settled(store, record.task_id, ("input_required",))
+        clock[0] += 301  # past the 5-minute TTL
+        gone = rejected(lambda: store.get(record.task_id)).error.code
+        await anyio.wait_all_tasks_blocked()
+        return gone, record.status
+
+    async def main():
+        store = TaskStore(now=lambda: clock[0])
+        async with anyio.create_task_group() as group:
+            store.attach(group)
+            result = await scenario(store)
+            group.cancel_scope.cancel()
+        return result
+
+    gone, status = anyio.run(main)
+    assert gone == INVALID_PARAMS and status == "cancelled"
+
+
 def test_task_errors_cancellation_and_unknown_ids():
     async def scenario(store):
         async def crash(handle):
@@ -280,6 +307,7 @@ def test_task_errors_cancellation_and_unknown_ids():
         return await settled(store, failed.task_id), await settled(store, running.task_id), unknown
 
     failed, cancelled, unknown = run_tasks(scenario)
+    assert cancelled["lastUpdatedAt"] >= cancelled["createdAt"]
     assert failed["status"] == "failed" and failed["error"]["message"] == "RuntimeError: boom" and "result" not in failed
     assert cancelled["status"] == "cancelled" and unknown == INVALID_PARAMS
 

@@ -180,7 +180,10 @@ class TaskStore:
 
     async def _run(self, record: TaskRecord, job: Job) -> None:
         with anyio.CancelScope() as scope:
-            record.cancel_scope = scope
+            with self.lock:
+                if record.status in TERMINAL:  # cancelled before the job started
+                    return
+                record.cancel_scope = scope
             try:
                 result = await job(TaskHandle(self, record))
             except MCPError as exc:
@@ -197,6 +200,9 @@ class TaskStore:
                 self._set(record, "cancelled")
 
     def _purge(self) -> None:
+        """Forget tasks idle for longer than their TTL; one still waiting (for input) is cancelled first."""
         cutoff = self._now() - TASK_TTL_MS / 1000
-        for task_id in [i for i, r in self._records.items() if r.status in TERMINAL and r.updated < cutoff]:
-            del self._records[task_id]
+        for task_id in [i for i, r in self._records.items() if r.updated < cutoff]:
+            record = self._records.pop(task_id)
+            if record.status not in TERMINAL and record.cancel_scope is not None:
+                record.cancel_scope.cancel()
