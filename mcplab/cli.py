@@ -11,7 +11,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,47 +114,39 @@ def _db_arg(value: str | None) -> str:
     return value
 
 
-def _serve_until_stopped(serving: Any, banner: Callable[[Any], str], stopped: str) -> int:
-    """Run a server context until Ctrl-C or SIGTERM; print ``banner(server)`` once it listens."""
+def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
+    from .stockroom.server import serve_stockroom
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    db = _db_arg(args.db)
     stop = threading.Event()
     # Ctrl-C and SIGTERM only set an event: no KeyboardInterrupt can land inside start-up or shutdown.
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with serving() as srv:
+        with serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
+                             admin=False if args.no_admin else None, log_level=args.log_level) as srv:
             if not stop.is_set():
-                print(banner(srv), flush=True)
+                print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
                 stop.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print(stopped, file=sys.stderr)
+    print("mcplab stockroom stopped", file=sys.stderr)
     return 0
-
-
-def _check_port(port: int) -> None:
-    if not 0 <= port <= 65535:
-        raise UsageError(f"--port must be 0..65535, got {port}")
-
-
-def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
-    from .stockroom.server import serve_stockroom
-
-    _check_port(args.port)
-    db = _db_arg(args.db)
-    return _serve_until_stopped(
-        lambda: serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
-                                admin=False if args.no_admin else None, log_level=args.log_level),
-        lambda srv: f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", "mcplab stockroom stopped")
 
 
 def _cmd_serve_reference(args: argparse.Namespace) -> int:
     from .reference.server import serve_reference
+    from .serving import run_until_signal
 
-    _check_port(args.port)
-    return _serve_until_stopped(
-        lambda: serve_reference(host=args.host, port=args.port, allowed_hosts=args.allow_host, log_level=args.log_level),
-        lambda srv: f"mcplab reference server serving {srv.url}  (2026-07-28 and 2025-11-25; Ctrl-C stops)",
-        "mcplab reference server stopped")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    run_until_signal(serve_reference(host=args.host, port=args.port, allowed_hosts=args.allow_host, log_level=args.log_level),
+                     lambda srv: print(f"mcplab reference server serving {srv.url}  (2026-07-28 and 2025-11-25; Ctrl-C stops)",
+                                       flush=True))
+    print("mcplab reference server stopped", file=sys.stderr)
+    return 0
 
 
 def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
@@ -336,9 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     stock.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default warning)")
     stock.set_defaults(func=_cmd_serve_stockroom)
+
     ref = ssub.add_parser("reference", help="the reference server: every fixture the official conformance scenarios call")
     ref.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    ref.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
+    ref.add_argument("--port", type=int, default=8767, help="port (default 8767; 0 picks a free one)")
     ref.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                      help="also accept this Host header, e.g. 'hub.example:*' behind a proxy (repeatable)")
     ref.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],

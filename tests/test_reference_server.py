@@ -53,6 +53,16 @@ MODES = ["2026-07-28", "legacy"]
 # ---------------------------------------------------------------- fixtures as data
 
 
+def test_reference_and_serving_export_what_they_list():
+    import mcplab.reference
+    import mcplab.serving
+
+    for package in (mcplab.reference, mcplab.serving):
+        assert len(set(package.__all__)) == len(package.__all__), package.__name__
+        assert all(hasattr(package, name) for name in package.__all__), package.__name__
+    assert {"serve_reference", "RoundKeeper", "TaskStore", "TOOLS"} <= set(mcplab.reference.__all__)
+
+
 def test_media_are_a_real_png_pixel_and_a_real_wav():
     assert PNG_BYTES.startswith(b"\x89PNG\r\n\x1a\n") and PNG_BYTES[12:16] == b"IHDR"
     idat = PNG_BYTES.index(b"IDAT")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any, get_args
 
 import anyio
@@ -27,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict
 
 from .. import __version__
-from ..serving import ServedApp, serve_app, transport_security, wire_dump
+from ..serving import serve_app, transport_security, wire_dump
 from .completion import complete
 from .events import MemoryEventStore
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
@@ -36,7 +37,7 @@ from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
 from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference"]
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference", "RunningReference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -308,10 +309,20 @@ def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), kee
                                       retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts))
 
 
+@dataclass(frozen=True)
+class RunningReference:
+    """A reference server running in this process: ``url`` is the MCP endpoint."""
+
+    url: str
+    host: str
+    port: int
+
+
 @contextmanager
 def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
-                    log_level: str = "warning") -> Iterator[ServedApp]:
+                    log_level: str = "warning") -> Iterator[RunningReference]:
     """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port)."""
     app = build_app(host=host, allowed_hosts=allowed_hosts)
-    with serve_app(app, host=host, port=port, name="reference", log_level=log_level) as served:
-        yield served
+    with serve_app(app, host=host, port=port, name="reference server", log_level=log_level) as bound:
+        shown = f"[{host}]" if ":" in host else host
+        yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)

@@ -13,8 +13,12 @@ loopback hosts, behind the same Host/Origin checks as ``/mcp``).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +26,7 @@ from typing import Any
 
 import anyio.to_thread
 import mcp_types as t
+import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -31,7 +36,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
-from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
+from ..errors import MCPLabError
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
@@ -44,6 +49,19 @@ INSTRUCTIONS = (
     "without touching it; commit_reorder writes only after a person approves the exact payload (it answers "
     "input_required with the diff). Tools outside the allow-list are denied."
 )
+_STARTUP_SECONDS = 10.0
+
+
+class ServeError(MCPLabError):
+    """The server could not start (port in use, bad host); the message says which."""
+
+
+def _dump(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        return {key: _dump(item) for key, item in value.items()}
+    return value
 
 
 def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
@@ -67,11 +85,11 @@ def build_server(stockroom: Stockroom) -> Server:
 
     async def call_tool(ctx: Any, params: Any) -> t.CallToolResult | t.InputRequiredResult:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        capabilities = wire_dump(ctx.session.client_capabilities) if modern else None
+        capabilities = _dump(ctx.session.client_capabilities) if modern else None
         input_responses = getattr(params, "input_responses", None)
         outcome = await anyio.to_thread.run_sync(lambda: stockroom.call_tool(
             params.name, params.arguments,
-            input_responses=wire_dump(input_responses) if input_responses is not None else None,
+            input_responses=_dump(input_responses) if input_responses is not None else None,
             request_state=getattr(params, "request_state", None),
             era="modern" if modern else "legacy",
             client_capabilities=capabilities or {},
@@ -80,6 +98,19 @@ def build_server(stockroom: Stockroom) -> Server:
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def _security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts``."""
+    if not allowed_hosts and not _is_loopback(host):
+        return None
+    own = f"[{host}]:*" if ":" in host else f"{host}:*"
+    hosts = [*_LOOPBACK_HOSTS, *([own] if own not in _LOOPBACK_HOSTS else []), *allowed_hosts]
+    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | None) -> list[Route]:
@@ -139,7 +170,7 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
     admin routes too; ``allowed_hosts`` adds ``Host`` values (``name:port`` or ``name:*``) for use
     behind a proxy such as Binder's.
     """
-    security = transport_security(host, allowed_hosts)
+    security = _security(host, allowed_hosts)
     server = build_server(stockroom)
     return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                       transport_security=security,
@@ -160,6 +191,15 @@ class RunningServer:
         return self.url.rsplit("/mcp", 1)[0]
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @contextmanager
 def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: str = "127.0.0.1", port: int = 0,
                     json_response: bool = True, admin: bool | None = None, allowed_hosts: Sequence[str] = (),
@@ -171,11 +211,35 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
     process (a notebook kernel), so nothing outlives its owner.
     """
     stockroom = db if isinstance(db, Stockroom) else Stockroom(Ledger(db))
+    admin = _is_loopback(host) if admin is None else admin
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
+    # and without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        admin = is_loopback(host) if admin is None else admin
-        app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin)
-        with serve_app(app, host=host, port=port, name="stockroom", log_level=log_level) as served:
-            yield RunningServer(url=served.url, host=host, port=served.port, stockroom=stockroom)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound_port = sock.getsockname()[1]
+    app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"stockroom:{bound_port}", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + _STARTUP_SECONDS
+        while not server.started:
+            if not thread.is_alive():
+                raise ServeError(f"the stockroom server on {host}:{bound_port} stopped while starting")
+            if time.monotonic() > deadline:
+                raise ServeError(f"the stockroom server on {host}:{bound_port} did not start in {_STARTUP_SECONDS:.0f} s")
+            time.sleep(0.01)
+        shown = f"[{host}]" if ":" in host else host
+        yield RunningServer(url=f"http://{shown}:{bound_port}/mcp", host=host, port=bound_port, stockroom=stockroom)
     finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
         if not isinstance(db, Stockroom):
             stockroom.close()
