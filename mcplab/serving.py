@@ -8,19 +8,21 @@ the process, so a notebook kernel or a test never leaves a server behind.
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 
 from .errors import MCPLabError
 
-__all__ = ["ServeError", "serve_app", "run_until_signal"]
+__all__ = ["ServeError", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump"]
 
 T = TypeVar("T")
 
@@ -83,3 +85,35 @@ def run_until_signal(server: AbstractContextManager[T], started: Callable[[T], N
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts`` (e.g. behind a proxy)."""
+    if not allowed_hosts and not is_loopback(host):
+        return None
+    own = f"[{host}]:*" if ":" in host else f"{host}:*"
+    hosts = [*_LOOPBACK_HOSTS, *([own] if own not in _LOOPBACK_HOSTS else []), *allowed_hosts]
+    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def wire_dump(value: Any) -> Any:
+    """SDK models (and dicts of them) as the JSON a handler saw on the wire: aliases, no ``None`` fields."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        return {key: wire_dump(item) for key, item in value.items()}
+    return value

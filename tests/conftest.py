@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION
+from mcplab.conformance import RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner
 
 
 def modern_request(method: str = "tools/list", id: Any = 1, params: dict | None = None, caps: dict | None = None) -> dict:
@@ -26,3 +27,12 @@ def modern_headers(method: str = "tools/list", name: str | None = None) -> list[
 @pytest.fixture
 def call_request() -> tuple[dict, list[tuple[str, str]]]:
     return modern_request("tools/call", params={"name": "read_stock", "arguments": {}}), modern_headers("tools/call", "read_stock")
+
+
+@pytest.fixture(scope="session")
+def runner():
+    """The pinned official conformance runner (installed once); skips when npm is unreachable."""
+    try:
+        return ensure_runner()
+    except RegistryUnreachable as exc:
+        pytest.skip(f"npm registry unreachable, cannot install {RUNNER_PACKAGE}@{RUNNER_VERSION}: {exc}")

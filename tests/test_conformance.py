@@ -291,13 +291,6 @@ def test_run_official_rejects_an_unknown_requirement_set():
 # ---------------------------------------------------------------- the official runner against the stockroom
 
 
-@pytest.fixture(scope="module")
-def runner() -> Path:
-    try:
-        return ensure_runner()
-    except RegistryUnreachable as exc:
-        pytest.skip(f"npm registry unreachable, cannot install {RUNNER_PACKAGE}@{RUNNER_VERSION}: {exc}")
-
 
 @pytest.mark.network
 @pytest.mark.parametrize("requirements", REQUIREMENT_REVISIONS)

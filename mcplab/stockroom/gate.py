@@ -22,12 +22,13 @@ from typing import Any
 
 from ..evidence import canonical_json
 
-__all__ = ["APPROVAL_TTL_SECONDS", "GateClaims", "StateRejected", "payload_digest", "seal_state", "open_state"]
+__all__ = ["APPROVAL_TTL_SECONDS", "MAX_STATE_CHARS", "GateClaims", "StateRejected", "payload_digest", "seal_claims", "open_claims", "seal_state", "open_state"]
 
 #: How long an approval question stays answerable.
 APPROVAL_TTL_SECONDS = 15 * 60
 _PREFIX = "v1"
-_MAX_STATE_CHARS = 4096
+#: The longest ``requestState`` :func:`open_claims` accepts.
+MAX_STATE_CHARS = 4096
 
 
 class StateRejected(Exception):
@@ -70,20 +71,17 @@ def _mac(secret: bytes, signed: str) -> str:
     return _b64(hmac.new(secret, signed.encode("ascii"), hashlib.sha256).digest())
 
 
-def seal_state(secret: bytes, *, tool: str, draft_id: str, digest: str, ledger_version: int, epoch: str,
-               now: Callable[[], float] = time.time, ttl: int = APPROVAL_TTL_SECONDS) -> tuple[str, GateClaims]:
-    """A fresh sealed state and its claims (a new nonce every time)."""
-    claims = GateClaims(tool=tool, draft_id=draft_id, digest=digest, ledger_version=ledger_version, epoch=epoch,
-                        nonce=secrets.token_hex(12), expires=int(now()) + ttl)
-    signed = f"{_PREFIX}.{_b64(canonical_json(claims.to_dict()))}"
-    return f"{signed}.{_mac(secret, signed)}", claims
+def seal_claims(secret: bytes, claims: dict[str, Any]) -> str:
+    """``v1.<base64url canonical JSON claims>.<base64url HMAC-SHA-256>``: readable, but not changeable without ``secret``."""
+    signed = f"{_PREFIX}.{_b64(canonical_json(claims))}"
+    return f"{signed}.{_mac(secret, signed)}"
 
 
-def open_state(secret: bytes, state: Any, *, now: Callable[[], float] = time.time) -> GateClaims:
-    """Verify ``state`` and return its claims, or raise :class:`StateRejected` (``forged`` or ``expired``)."""
+def open_claims(secret: bytes, state: Any) -> dict[str, Any]:
+    """The claims of a state sealed with ``secret``, or :class:`StateRejected` (``forged``) for anything else."""
     if not isinstance(state, str) or not state:
         raise StateRejected("forged", "requestState must be the non-empty string the server sent")
-    if len(state) > _MAX_STATE_CHARS or state.count(".") != 2 or not state.isascii():
+    if len(state) > MAX_STATE_CHARS or state.count(".") != 2 or not state.isascii():
         raise StateRejected("forged", "requestState is not a state this server issued")
     prefix, body, mac = state.split(".")
     signed = f"{prefix}.{body}"
@@ -91,8 +89,27 @@ def open_state(secret: bytes, state: Any, *, now: Callable[[], float] = time.tim
         raise StateRejected("forged", "requestState failed its integrity check (changed or not issued here)")
     try:
         raw = json.loads(_unb64(body))
+    except (ValueError, binascii.Error):
+        raise StateRejected("forged", "requestState claims are unreadable") from None
+    if not isinstance(raw, dict):
+        raise StateRejected("forged", "requestState claims are unreadable")
+    return raw
+
+
+def seal_state(secret: bytes, *, tool: str, draft_id: str, digest: str, ledger_version: int, epoch: str,
+               now: Callable[[], float] = time.time, ttl: int = APPROVAL_TTL_SECONDS) -> tuple[str, GateClaims]:
+    """A fresh sealed state and its claims (a new nonce every time)."""
+    claims = GateClaims(tool=tool, draft_id=draft_id, digest=digest, ledger_version=ledger_version, epoch=epoch,
+                        nonce=secrets.token_hex(12), expires=int(now()) + ttl)
+    return seal_claims(secret, claims.to_dict()), claims
+
+
+def open_state(secret: bytes, state: Any, *, now: Callable[[], float] = time.time) -> GateClaims:
+    """Verify ``state`` and return its claims, or raise :class:`StateRejected` (``forged`` or ``expired``)."""
+    raw = open_claims(secret, state)
+    try:
         claims = GateClaims(**raw)
-    except (ValueError, TypeError, binascii.Error):
+    except TypeError:
         raise StateRejected("forged", "requestState claims are unreadable") from None
     if claims.expires < now():
         raise StateRejected("expired", "the approval question expired; call commit_reorder again")

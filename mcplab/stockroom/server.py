@@ -13,7 +13,6 @@ loopback hosts, behind the same Host/Origin checks as ``/mcp``).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -35,7 +34,7 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..request_guard import RequestOrderGuard
-from ..serving import ServeError, serve_app
+from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
@@ -54,14 +53,6 @@ INSTRUCTIONS = (
 #: ``len(items) * PROGRESS_INTERVAL_SECONDS``, long enough that a buffering proxy shows (first-event
 #: latency close to the whole duration) while a direct stream's first event arrives at once.
 PROGRESS_INTERVAL_SECONDS = 0.05
-
-
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
-    if isinstance(value, dict):
-        return {key: _dump(item) for key, item in value.items()}
-    return value
 
 
 def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
@@ -105,11 +96,11 @@ def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_IN
 
     async def call_tool(ctx: Any, params: Any) -> t.CallToolResult | t.InputRequiredResult:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        capabilities = _dump(ctx.session.client_capabilities) if modern else None
+        capabilities = wire_dump(ctx.session.client_capabilities) if modern else None
         input_responses = getattr(params, "input_responses", None)
         outcome = await anyio.to_thread.run_sync(lambda: stockroom.call_tool(
             params.name, params.arguments,
-            input_responses=_dump(input_responses) if input_responses is not None else None,
+            input_responses=wire_dump(input_responses) if input_responses is not None else None,
             request_state=getattr(params, "request_state", None),
             era="modern" if modern else "legacy",
             client_capabilities=capabilities or {},
@@ -120,19 +111,6 @@ def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_IN
 
     return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
                   on_call_tool=call_tool)
-
-
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-
-
-def _security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts``."""
-    if not allowed_hosts and not _is_loopback(host):
-        return None
-    own = f"[{host}]:*" if ":" in host else f"{host}:*"
-    hosts = [*_LOOPBACK_HOSTS, *([own] if own not in _LOOPBACK_HOSTS else []), *allowed_hosts]
-    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | None) -> list[Route]:
@@ -199,7 +177,7 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
     emits notifications (read_stock with a progress token); requests that emit none still get JSON
     on the 2026-07-28 path (the SDK decides), and the 2025-11-25 path answers every request as SSE.
     """
-    security = _security(host, allowed_hosts)
+    security = transport_security(host, allowed_hosts)
     # A JSON answer carries no progress (the SDK drops it), so only a stream is paced.
     server = build_server(stockroom, progress_interval=0.0 if json_response else progress_interval)
     app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
@@ -223,15 +201,6 @@ class RunningServer:
         return self.url.rsplit("/mcp", 1)[0]
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @contextmanager
 def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: str = "127.0.0.1", port: int = 0,
                     json_response: bool = True, admin: bool | None = None, allowed_hosts: Sequence[str] = (),
@@ -245,7 +214,7 @@ def serve_stockroom(db: str | os.PathLike[str] | Stockroom = MEMORY, *, host: st
     streams (see :func:`build_app`).
     """
     stockroom = db if isinstance(db, Stockroom) else Stockroom(Ledger(db))
-    admin = _is_loopback(host) if admin is None else admin
+    admin = is_loopback(host) if admin is None else admin
     app = build_app(stockroom, host=host, allowed_hosts=allowed_hosts, json_response=json_response, admin=admin,
                     progress_interval=progress_interval)
     try:

@@ -1,0 +1,331 @@
+"""The reference server: every fixture the official conformance scenarios call, on the real ``mcp`` SDK.
+
+Design: a thin adapter over the fixture tables (``tools``, ``prompts``, ``resources``,
+``completion``) and the MRTR rounds (``mrtr``). One ``/mcp`` route serves both eras: 2026-07-28
+requests take the SDK's stateless path (``input_required`` rounds, ``subscriptions/listen``,
+caching hints); 2025-11-25 clients get a session (so sampling and elicitation can go over the
+back channel). SSE responses are on, so progress and log notifications reach the caller.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any, get_args
+
+import anyio
+import mcp_types as t
+from mcp.server import Server
+from mcp.server.caching import CacheHint
+from mcp.server.connection import allowed_log_levels
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, SubscriptionBus, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.inbound import decode_header_value
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ConfigDict
+
+from .. import __version__
+from ..request_guard import RequestOrderGuard
+from ..serving import serve_app, transport_security, wire_dump
+from .completion import complete
+from .events import MemoryEventStore
+from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
+from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
+from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
+from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
+from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
+
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference", "RunningReference"]
+
+SERVER_NAME = "mcplab-reference"
+INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
+                "scenarios, for 2026-07-28 and 2025-11-25 clients.")
+#: Fixture lists change only when a trigger tool announces it; reads of fixed resources never change.
+CACHE_HINTS = {
+    "server/discover": CacheHint(ttl_ms=60_000, scope="public"),
+    "tools/list": CacheHint(ttl_ms=0, scope="public"),
+    "prompts/list": CacheHint(ttl_ms=0, scope="public"),
+    "resources/list": CacheHint(ttl_ms=60_000, scope="public"),
+    "resources/templates/list": CacheHint(ttl_ms=60_000, scope="public"),
+    "resources/read": CacheHint(ttl_ms=60_000, scope="public"),
+}
+
+#: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
+RETRY_MS = 500
+_MAX_REMEMBERED_SESSIONS = 10_000  # the SDK's default session cap
+_LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
+
+_REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
+    "elicitation/create": (t.ElicitRequest, t.ElicitResult),
+    "sampling/createMessage": (t.CreateMessageRequest, t.CreateMessageResult),
+    "roots/list": (t.ListRootsRequest, t.ListRootsResult),
+}
+
+
+def _modern(ctx: Any) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _session_of(ctx: Any) -> str | None:
+    """The 2025-11-25 session id of this request (``None`` on the stateless 2026-07-28 wire)."""
+    request = getattr(ctx, "request", None)
+    return request.headers.get("mcp-session-id") if request is not None else None
+
+
+class _RequestEffects:
+    """A tool's notifications for one request: on its own stream, or to the listen streams."""
+
+    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: Mapping[str | None, str]) -> None:
+        self._ctx = ctx
+        self._bus = bus
+        self._legacy_levels = legacy_levels
+
+    async def log(self, level: str, message: str) -> None:
+        # 2026-07-28: only at or above the level the request's _meta opted in to (none without it);
+        # 2025-11-25: at or above the session's logging/setLevel (everything before one arrives).
+        if _modern(self._ctx):
+            allowed = level in allowed_log_levels(self._ctx.protocol_version, wire_dump(self._ctx.meta))
+        else:
+            floor = self._legacy_levels.get(_session_of(self._ctx), _LOG_LEVELS[0])
+            allowed = _LOG_LEVELS.index(level) >= _LOG_LEVELS.index(floor)
+        if allowed:
+            notification = t.LoggingMessageNotification(
+                params=t.LoggingMessageNotificationParams(level=level, data=message, logger=SERVER_NAME))
+            await self._ctx.session.send_notification(notification, related_request_id=self._ctx.request_id)
+
+    async def progress(self, progress: float, total: float, message: str | None = None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)  # a no-op without a progressToken
+
+    async def close_stream(self) -> bool:
+        close = getattr(self._ctx, "close_sse_stream", None)  # only 2025-11-25 streams with an event store
+        if close is None:
+            return False
+        await close()
+        return True
+
+    async def tools_changed(self) -> None:
+        await self._bus.publish(ToolsListChanged())
+        if not _modern(self._ctx):
+            await self._ctx.session.send_tool_list_changed()
+
+    async def prompts_changed(self) -> None:
+        await self._bus.publish(PromptsListChanged())
+        if not _modern(self._ctx):
+            await self._ctx.session.send_prompt_list_changed()
+
+
+async def _ask_client(ctx: Any, request: Mapping[str, Any]) -> dict[str, Any]:
+    """One server-to-client request over the 2025-11-25 session, related to the current call."""
+    request_model, result_model = _REQUEST_MODELS[request["method"]]
+    result = await ctx.session.send_request(request_model.model_validate(dict(request)), result_model,
+                                            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    return wire_dump(result)
+
+
+async def _run_flow(ctx: Any, keeper: RoundKeeper, flow: Flow, arguments: Mapping[str, Any] | None,
+                    params: Any) -> InputRequired | Completed:
+    """The next step of ``flow``: 2026-07-28 may answer ``InputRequired``; 2025-11-25 asks over the back channel."""
+    capabilities = wire_dump(ctx.session.client_capabilities) or {}
+    if _modern(ctx):
+        input_responses = getattr(params, "input_responses", None)
+        return keeper.advance(flow, arguments, input_responses=wire_dump(input_responses) if input_responses is not None else None,
+                              request_state=getattr(params, "request_state", None), capabilities=capabilities)
+    answers: dict[str, Any] = {}
+    for round_ in plan(flow, dict(arguments or {}), capabilities):
+        for key, request in round_.items():
+            answers[key] = await _ask_client(ctx, request)
+    return Completed(flow.finish(dict(arguments or {}), answers))
+
+
+class _SyncHandle:
+    """A task job run synchronously (no tasks extension): 2025-11-25 asks over the session."""
+
+    def __init__(self, ctx: Any, tool: str) -> None:
+        self._ctx = ctx
+        self._tool = tool
+
+    async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+        if _modern(self._ctx):  # parking for input needs a task on the 2026-07-28 wire
+            raise extension_required(self._tool)
+        return {key: await _ask_client(self._ctx, request) for key, request in requests.items()}
+
+
+class _TaskParams(t.RequestParams):
+    """``tasks/get``, ``tasks/update``, ``tasks/cancel`` params (the SDK has no 2026-07-28 models for them)."""
+
+    model_config = ConfigDict(extra="allow")
+    taskId: Any = None  # noqa: N815 - the wire name
+    inputResponses: Any = None  # noqa: N815
+
+
+def _task_request(ctx: Any, params: _TaskParams, method: str) -> str:
+    """Gate a tasks/* request: the extension declared, and ``Mcp-Name`` equal to the ``taskId`` (SEP-2663)."""
+    if not _modern(ctx) or not tasks_declared(wire_dump(ctx.session.client_capabilities)):
+        raise extension_required(method)
+    request = getattr(ctx, "request", None)
+    header = request.headers.get("mcp-name") if request is not None else None
+    if header is None or decode_header_value(header) != params.taskId:
+        raise MCPError(code=t.HEADER_MISMATCH, message="Mcp-Name header does not match the request body's 'taskId' parameter")
+    return params.taskId
+
+
+def _input_required(step: InputRequired) -> t.InputRequiredResult:
+    return t.InputRequiredResult.model_validate(step.to_wire())
+
+
+def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None) -> Server:
+    """The low-level MCP ``Server`` with every reference fixture."""
+    keeper = keeper or RoundKeeper()
+    bus = bus or InMemorySubscriptionBus()
+    subscriptions = Subscriptions()
+    tasks = TaskStore()
+    legacy_levels: dict[str | None, str] = {}
+    tools = {tool.name: tool for tool in TOOLS}
+
+    async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult.model_validate({"tools": tool_descriptors()})
+
+    async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> Any:
+        tool = tools.get(params.name)
+        if tool is None:
+            raise MCPError(code=t.INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name})
+        problems = tool.argument_problems(params.arguments or {})
+        if problems:  # a tool execution error the model can correct, not a protocol error (SEP-1303)
+            return t.CallToolResult.model_validate(text_result("Invalid arguments: " + "; ".join(problems), is_error=True))
+        if tool.task is not None:
+            return await call_task_tool(ctx, tool, params)
+        if tool.flow is not None:
+            step = await _run_flow(ctx, keeper, tool.flow, params.arguments, params)
+            if isinstance(step, InputRequired):
+                return _input_required(step)
+            wire = step.result
+        else:
+            assert tool.handler is not None
+            wire = await tool.handler(params.arguments or {}, _RequestEffects(ctx, bus, legacy_levels))
+        return t.CallToolResult.model_validate(wire)
+
+    async def call_task_tool(ctx: Any, tool: ToolFixture, params: t.CallToolRequestParams) -> Any:
+        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required."""
+        declared = _modern(ctx) and tasks_declared(wire_dump(ctx.session.client_capabilities))
+        if tool.task == "required" and not declared:
+            raise extension_required(tool.name)
+        arguments = dict(params.arguments or {})
+        answers: Mapping[str, Any] = {}
+        if tool.flow is not None:  # input first (MRTR), then the task (SEP-2663 composition)
+            step = await _run_flow(ctx, keeper, tool.flow, arguments, params)
+            if isinstance(step, InputRequired):
+                return _input_required(step)
+            answers = step.result
+        assert tool.job is not None
+        job = tool.job
+        if not declared:
+            return t.CallToolResult.model_validate(await job(arguments, answers, _SyncHandle(ctx, tool.name)))
+        record = tasks.create(lambda handle: job(arguments, answers, handle))
+        return {"resultType": "task", **record.envelope()}
+
+    async def get_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        return tasks.get(_task_request(ctx, params, "tasks/get")).detailed()
+
+    async def update_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        tasks.update(_task_request(ctx, params, "tasks/update"), params.inputResponses)
+        return {}
+
+    async def cancel_task(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        tasks.cancel(_task_request(ctx, params, "tasks/cancel"))
+        return {}
+
+    async def list_prompts(ctx: Any, params: Any) -> t.ListPromptsResult:
+        return t.ListPromptsResult.model_validate({"prompts": list(PROMPTS)})
+
+    async def get_prompt(ctx: Any, params: t.GetPromptRequestParams) -> t.GetPromptResult | t.InputRequiredResult:
+        flow = PROMPT_FLOWS.get(params.name)
+        if flow is None:
+            return t.GetPromptResult.model_validate({"messages": prompt_messages(params.name, params.arguments)})
+        step = await _run_flow(ctx, keeper, flow, params.arguments, params)
+        if isinstance(step, InputRequired):
+            return _input_required(step)
+        return t.GetPromptResult.model_validate({"messages": step.result})
+
+    async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
+        return t.ListResourcesResult.model_validate({"resources": list(RESOURCES)})
+
+    async def list_templates(ctx: Any, params: Any) -> t.ListResourceTemplatesResult:
+        return t.ListResourceTemplatesResult.model_validate({"resourceTemplates": list(TEMPLATES)})
+
+    async def read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        return t.ReadResourceResult.model_validate({"contents": read_contents(str(params.uri))})
+
+    async def subscribe(ctx: Any, params: t.SubscribeRequestParams) -> t.EmptyResult:
+        subscriptions.add(_session_of(ctx), str(params.uri))
+        return t.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: t.UnsubscribeRequestParams) -> t.EmptyResult:
+        subscriptions.remove(_session_of(ctx), str(params.uri))
+        return t.EmptyResult()
+
+    async def completion(ctx: Any, params: t.CompleteRequestParams) -> t.CompleteResult:
+        return t.CompleteResult.model_validate({"completion": complete(wire_dump(params.ref), params.argument.name, params.argument.value)})
+
+    async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
+        session = _session_of(ctx)
+        if session is not None:  # 2025-11-25 only (the modern wire answers logging/setLevel with 404)
+            legacy_levels.pop(session, None)
+            legacy_levels[session] = params.level
+            while len(legacy_levels) > _MAX_REMEMBERED_SESSIONS:  # oldest first: dicts keep insertion order
+                legacy_levels.pop(next(iter(legacy_levels)))
+        return t.EmptyResult()
+
+    @asynccontextmanager
+    async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as group:  # task jobs run here; shutdown cancels them
+            tasks.attach(group)
+            try:
+                yield {}
+            finally:
+                tasks.attach(None)
+                group.cancel_scope.cancel()
+
+    # Logging (setLevel) is deprecated in 2026-07-28; this server serves 2025-11-25 clients on purpose.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server = Server(SERVER_NAME, lifespan=lifespan, version=__version__, instructions=INSTRUCTIONS, cache_hints=CACHE_HINTS,
+                      on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                      on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
+                      on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
+                      on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+    server.extensions[TASKS_EXTENSION] = {}
+    server.add_request_handler("tasks/get", _TaskParams, get_task)
+    server.add_request_handler("tasks/update", _TaskParams, update_task)
+    server.add_request_handler("tasks/cancel", _TaskParams, cancel_task)
+    return server
+
+
+def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:
+    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts."""
+    server = build_server(keeper=keeper)
+    app = server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
+                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts))
+    app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    return app
+
+
+@dataclass(frozen=True)
+class RunningReference:
+    """A reference server running in this process: ``url`` is the MCP endpoint."""
+
+    url: str
+    host: str
+    port: int
+
+
+@contextmanager
+def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
+                    log_level: str = "warning") -> Iterator[RunningReference]:
+    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port)."""
+    app = build_app(host=host, allowed_hosts=allowed_hosts)
+    with serve_app(app, host=host, port=port, name="reference server", log_level=log_level) as bound:
+        shown = f"[{host}]" if ":" in host else host
+        yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)
