@@ -106,3 +106,22 @@ def test_proxy_command_serves_until_sigterm(origin, tmp_path):
         os.killpg(child.pid, signal.SIGTERM)
         child.wait(timeout=10)
     assert child.returncode == 0 and "stopped" in log.read_text()
+
+
+def test_the_command_line_starts_without_the_live_wire_stack():
+    code = ("import sys, mcplab.cli; "
+            "print(sorted(m for m in ('httpx', 'httpx_sse', 'starlette', 'uvicorn') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_proxy_help_names_every_mode_and_an_unknown_mode_is_exit_2(capsys):
+    from mcplab.live.proxy import PROXY_MODES
+
+    with pytest.raises(SystemExit):
+        main(["proxy", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(mode in help_text for mode in PROXY_MODES)
+    assert main(["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--port", "0", "--mode", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--mode 'bogus'" in err and "buffer-sse" in err and "\n" not in err

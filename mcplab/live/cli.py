@@ -9,7 +9,6 @@ from typing import Any
 
 from ..era import MODES
 from ..errors import MCPLabError
-from .proxy import PROXY_MODES
 
 __all__ = ["add_live_commands"]
 
@@ -119,7 +118,10 @@ def add_live_commands(sub: Any) -> None:
     proxy.add_argument("--upstream", required=True, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
     proxy.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     proxy.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
-    proxy.add_argument("--mode", choices=PROXY_MODES, default="faithful", help="faithful (default) or the one fault to inject")
+    # no ``choices=``: that would import the proxy (httpx, Starlette) for every command; the
+    # proxy refuses an unknown mode itself with one line naming the modes (exit 2)
+    proxy.add_argument("--mode", default="faithful", metavar="MODE",
+                       help="faithful (default) or the one fault to inject: collapse-errors, rewrite-body, buffer-sse")
     proxy.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default warning)")
     proxy.set_defaults(func=_cmd_proxy)
