@@ -69,3 +69,30 @@ def test_secrets_in_headers_bodies_and_sse_events_never_reach_the_report(tmp_pat
         assert "[REDACTED]" in text
     events = redacted_result(result)["rows"][0]["evidence"]["direct"]["response"]["events"]
     assert events[-1]["data"]["result"]["clientSecret"] == "[REDACTED]"
+
+
+def _error_app():
+    """An origin that answers every request with a JSON-RPC error carrying secrets in ``data``."""
+    async def mcp(request: Request) -> StreamingResponse:
+        message = await request.json()
+        error = {"jsonrpc": "2.0", "id": message["id"],
+                 "error": {"code": -32603, "message": "boom", "data": {"apiKey": SECRET, "session": {"password": [SECRET, 7]}}}}
+        return StreamingResponse(iter([f"event: message\ndata: {json.dumps(error)}\n\n".encode()]), media_type="text/event-stream")
+    return Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
+
+
+def test_a_verdict_that_quotes_the_judged_body_never_carries_its_secrets(tmp_path, stream_case):
+    cap = _capture(_error_app(), stream_case)
+    cell = judge_capture(stream_case, cap)
+    assert cell["status"] == "fail" and SECRET in cell["detail"]  # the runner quotes the error it saw ...
+    row = {"case": stream_case.key, "name": stream_case.name, "class": "golden", "boundary": None, "applies": True, "reason": "",
+           "description": "", "direct": cell, "via": None, "change": None, "evidence": {"direct": cap.to_evidence()}}
+    result = CheckResult(url=f"http://127.0.0.1/mcp?access_token={SECRET}x", via=None,
+                         era={"era": "modern", "case": "era-strict-modern-proven", "reason": f"probe of http://127.0.0.1/mcp?access_token={SECRET}x"},
+                         rows=[row])
+    data = redacted_result(result)
+    page = write_report(tmp_path / "report.html", result).read_text(encoding="utf-8")
+    for text in (page, json.dumps(data)):  # ... and neither the report nor the JSON does
+        assert SECRET not in text
+    assert "[REDACTED]" in data["rows"][0]["direct"]["detail"] and "boom" in data["rows"][0]["direct"]["detail"]
+    assert data["era"]["reason"] == "probe of http://127.0.0.1/mcp?access_token=%5BREDACTED%5D"
