@@ -116,7 +116,7 @@ def add_live_commands(sub: Any) -> None:
 
     proxy = sub.add_parser("proxy", help="run a loopback reverse proxy that records every hop (and can break on purpose)")
     proxy.add_argument("--upstream", required=True, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
-    proxy.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    proxy.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; ::1 and localhost also do)")
     proxy.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
     # no ``choices=``: that would import the proxy (httpx, Starlette) for every command; the
     # proxy refuses an unknown mode itself with one line naming the modes (exit 2)
