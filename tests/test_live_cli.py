@@ -73,6 +73,13 @@ def test_unreachable_url_is_one_line_and_exit_2(capsys):
     (["check", "--url", "ftp://example/mcp"], "expected an http(s) URL"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "no-colon"], "expected 'Name: value'"),
     (["proxy", "--upstream", "not a url", "--port", "0"], "--upstream"),
+    (["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--port", "0", "--host", "0.0.0.0"], "loopback only"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X Bad: v"], "a header name is"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X-Ok: line\nbreak"], "printable ASCII"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X-Ok: caf\u00e9"], "printable ASCII"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "0"], "--timeout"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "-1"], "--timeout"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "nan"], "--timeout"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert main(argv) == 2

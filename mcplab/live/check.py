@@ -11,6 +11,8 @@ capture, so every behaviour change names its boundary.
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +91,19 @@ class CheckResult:
         return {"url": self.url, "via": self.via, "ok": self.ok, "era": self.era, "viaEra": self.via_era,
                 "summary": self.summary(), "issues": self.issues, "seconds": round(self.seconds, 3),
                 "rows": self.rows, "probes": self.probes}
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+
+
+def _check_header(name: str, value: str) -> None:
+    """An extra header must be sendable as given: a token name and a visible-ASCII value."""
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        raise LiveInputError(f"--header {name!r}: a header name is letters, digits and !#$%&'*+-.^_`|~ only")
+    if not isinstance(value, str) or not _VALUE.match(value):
+        raise LiveInputError(f"--header {name}: the value must be printable ASCII without line breaks "
+                             "(encode other text first, e.g. as =?base64?...?=)")
 
 
 def _check_url(url: str, flag: str) -> str:
@@ -227,17 +242,21 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
     _check_url(url, "--url")
     if via is not None:
         _check_url(via, "--via")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise LiveInputError(f"--timeout {timeout!r}: expected a positive number of seconds")
     extra = list(headers)
+    for name, value in extra:
+        _check_header(name, value)
     unknown = sorted(set(only) - set(CASES))
     if unknown:
         raise LiveInputError(f"--case {unknown[0]!r}: not a case name (see 'mcplab cases')")
     started = time.perf_counter()
     suite = list(load_transcripts() if transcripts is None else transcripts)
     with capture_client(timeout) as client:
-        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra)
+        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra, timeout)
         result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes])
         if via is not None:
-            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra)
+            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)
             result.probes += [p.to_evidence() for p in via_probes]
         era = decision["era"]
         if era is None:
