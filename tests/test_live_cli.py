@@ -132,3 +132,15 @@ def test_proxy_help_names_every_mode_and_an_unknown_mode_is_exit_2(capsys):
     assert main(["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--port", "0", "--mode", "bogus"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--mode 'bogus'" in err and "buffer-sse" in err and "\n" not in err
+
+
+def test_an_unwritable_report_is_refused_before_the_run(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for report, needle in ((blocker / "r.html", "cannot create its directory"), (tmp_path, "is a directory")):
+        # the URL answers nothing: the run would fail differently, so the report was checked first
+        assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(report)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--report" in err and needle in err and "\n" not in err
+    assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(tmp_path / "new" / "dir" / "r.html")]) == 2
+    assert "nothing answers" in capsys.readouterr().err  # a missing directory is created, as the report writer does

@@ -4,7 +4,9 @@ function, print. Registered by ``mcplab.cli`` through :func:`add_live_commands`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..era import MODES
@@ -13,14 +15,14 @@ from ..errors import MCPLabError
 __all__ = ["add_live_commands"]
 
 
-class _BadHeader(MCPLabError):
-    pass
+class _BadInput(MCPLabError):
+    """An unusable --header or --report (exit 2)."""
 
 
 def _header(text: str) -> tuple[str, str]:
     name, colon, value = text.partition(":")
     if not colon or not name.strip() or name != name.strip():
-        raise _BadHeader(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
+        raise _BadInput(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
     return name, value.strip()
 
 
@@ -50,11 +52,26 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
     return text
 
 
+def _report_target(path: str) -> None:
+    """Refuse a --report path that cannot be written BEFORE the run, not after it."""
+    target = Path(path)
+    if target.is_dir():
+        raise _BadInput(f"--report {path!r}: is a directory; name the HTML file to write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _BadInput(f"--report {path!r}: cannot create its directory ({exc.strerror or exc})") from None
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise _BadInput(f"--report {path!r}: not writable")
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from ..cli import _print_json, _table
     from .check import run_check
     from .report import redacted_result, write_report
 
+    if args.report:
+        _report_target(args.report)
     headers = [_header(h) for h in args.header]
     result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
                        timeout=args.timeout, only=args.case, progress=_Bar())
