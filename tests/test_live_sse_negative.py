@@ -96,3 +96,40 @@ def test_a_verdict_that_quotes_the_judged_body_never_carries_its_secrets(tmp_pat
         assert SECRET not in text
     assert "[REDACTED]" in data["rows"][0]["direct"]["detail"] and "boom" in data["rows"][0]["direct"]["detail"]
     assert data["era"]["reason"] == "probe of http://127.0.0.1/mcp?access_token=%5BREDACTED%5D"
+
+
+def test_a_proxy_whose_records_cannot_be_read_leaves_the_hop_unobserved():
+    """A "proxy" that numbers its exchanges but serves unreadable records: the check still runs."""
+    import itertools
+
+    from starlette.responses import JSONResponse, Response
+
+    from mcplab.live import run_check
+
+    numbers = itertools.count(1)
+    garbage = [{"origin": {}, "ingress": 5}, {"origin": {"request": {"body": {"base64": "!!!"}}}, "ingress": {}},
+               {"origin": {"status": "x", "headers": 5, "request": {}}, "ingress": {"headers": 3}}]
+
+    async def mcp(request: Request) -> Response:
+        message = await request.json()
+        header = {"x-mcplab-exchange": str(next(numbers))}
+        if message.get("method") == "server/discover":
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete", "ttlMs": 0,
+                      "cacheScope": "private"}
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": result}, headers=header)
+        return JSONResponse({"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": -32602, "message": "no"}},
+                            status_code=400, headers=header)
+
+    async def record(request: Request) -> Response:
+        number = int(request.path_params["number"])
+        if number % 4 == 3:
+            return Response(b"not json", media_type="application/json")
+        return JSONResponse(garbage[number % 4 % 3])
+
+    app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"]), Route("/.mcplab/exchanges/{number}", record)])
+    with serve_app(app, port=0) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        result = run_check(url, via=url, only=["negative-invalid-params", "negative-missing-meta-key", "golden-modern-list",
+                                               "negative-header-body-mismatch"])
+    cells = [row["via"] for row in result.rows if row["applies"]]
+    assert len(cells) == 4 and all(cell["hopsRecorded"] is False for cell in cells)

@@ -24,7 +24,7 @@ import httpx
 from .. import __version__
 from ..cases import CASES
 from ..era import select_era
-from ..errors import MCPLabError
+from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
@@ -183,26 +183,30 @@ def _request_body(case: LiveCase) -> Any:
 
 
 def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
-    """The proxy's own record of the exchange behind ``capture`` (``None``: not an mcplab proxy)."""
+    """The proxy's own record of the exchange behind ``capture``; ``None`` when there is none to
+    use (not an mcplab proxy, the record is gone, or it is not a record this client can read)."""
     number = capture.header(EXCHANGE_HEADER)
     if number is None:
         return None
     parts = urlsplit(via)
-    answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
     try:
+        answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
         record = answer.json() if answer.status_code == 200 else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+            return None
+        for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
+            hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):  # binascii.Error is a ValueError
         return None
-    for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
-        hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
     return record
 
 
 def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None) -> dict[str, Any]:
     cell = judge_capture(case, via)
-    findings = hop_findings(record, via) if record is not None and via.status is not None else []
+    try:
+        findings = hop_findings(record, via) if record is not None and via.status is not None else []
+    except EvidenceError:  # a record without the hops proxy_findings needs: no hop evidence
+        record, findings = None, []
     buffered = stream_buffered(direct, via)
     if buffered is not None:
         findings.append(buffered)
