@@ -9,10 +9,10 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from mcplab.live import capture_client, serve_proxy
+from mcplab.live import capture_client, send, serve_proxy
 from mcplab.live import proxy as proxy_module
 from mcplab.live.proxy import EXCHANGE_HEADER, RECORD_PREFIX, ProxyError
 from mcplab.serving import serve_app
@@ -46,8 +46,16 @@ async def _gzip_error(request: Request) -> Response:
                          [("content-type", "application/json"), ("content-encoding", "gzip")])
 
 
+async def _broken(request: Request) -> Response:
+    """Starts an answer and breaks off mid-body (uvicorn cuts the connection)."""
+    async def body():
+        yield b'{"jsonrpc":'
+        raise RuntimeError("the origin breaks off on purpose")
+    return StreamingResponse(body(), media_type="application/json")
+
+
 ORIGIN = Starlette(routes=[Route("/echo", _echo, methods=["POST"]), Route("/big/{size}", _big, methods=["POST"]),
-                           Route("/gzip", _gzip_error, methods=["POST"])])
+                           Route("/gzip", _gzip_error, methods=["POST"]), Route("/broken", _broken, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +133,15 @@ def test_the_proxy_listens_on_loopback_only(host):
     with pytest.raises(ProxyError, match="loopback only"):
         with serve_proxy("http://127.0.0.1:9/mcp", host=host):
             pass
+
+
+@pytest.mark.parametrize("mode", ["faithful", "buffer-sse"])
+def test_an_answer_the_origin_breaks_off_never_looks_complete(origin, mode):
+    with serve_proxy(origin + "/broken", mode) as proxy, capture_client() as client:
+        cap = send(client, proxy.url, [], b"{}")
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + "1").json()
+    if mode == "faithful":  # streamed on: the client's connection is cut as the origin's was
+        assert cap.status == 200 and cap.failure == "connection_closed" and cap.body == b'{"jsonrpc":'
+    else:  # held back: the proxy knows before it answers, so it answers 502
+        assert cap.status == 502 and cap.failure is None and b"broke off" in cap.body
+    assert recorded["failure"].split(":")[0] in ("RemoteProtocolError", "ReadError") and recorded["complete"] is True

@@ -157,6 +157,21 @@ class _Records:
         return out
 
 
+class _Relay(StreamingResponse):
+    """Streams the origin's body on. When the origin breaks off mid-body (``broken``), the last,
+    empty chunk is never sent, so uvicorn cuts the client's connection too: a truncated answer
+    never looks complete (and no traceback is logged)."""
+
+    broken = False
+
+    async def stream_response(self, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for chunk in self.body_iterator:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if not self.broken:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
     """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port."""
     if mode not in PROXY_MODES:
@@ -230,11 +245,11 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
                         yield chunk
                 except httpx.HTTPError as exc:
                     entry["failure"] = f"{type(exc).__name__}: {exc}"
-                    raise
+                    relayed.broken = True
                 finally:
                     entry["complete"] = True
                     await answer.aclose()
-            relayed = StreamingResponse(relay(), status_code=answer.status_code)
+            relayed = _Relay(relay(), status_code=answer.status_code)
             # the bytes are relayed unchanged, so the origin's Content-Length still holds
             relayed.raw_headers = _raw(egress + ([("content-length", length)] if length is not None else []))
             return relayed
@@ -243,7 +258,9 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
                 chunks.append(chunk)
                 records.grew(number, len(chunk))
         except httpx.HTTPError as exc:
-            entry["failure"] = f"{type(exc).__name__}: {exc}"
+            entry.update(complete=True, failure=f"{type(exc).__name__}: {exc}")
+            return Response(f"upstream broke off its answer: {type(exc).__name__}\n", status_code=502,
+                            media_type="text/plain", headers={EXCHANGE_HEADER: str(number)})
         finally:
             await answer.aclose()
         data = b"".join(chunks)
