@@ -87,7 +87,7 @@ def test_a_verdict_that_quotes_the_judged_body_never_carries_its_secrets(tmp_pat
     assert cell["status"] == "fail" and SECRET in cell["detail"]  # the runner quotes the error it saw ...
     row = {"case": stream_case.key, "name": stream_case.name, "class": "golden", "boundary": None, "applies": True, "reason": "",
            "description": "", "direct": cell, "via": None, "change": None, "evidence": {"direct": cap.to_evidence()}}
-    result = CheckResult(url=f"http://127.0.0.1/mcp?access_token={SECRET}x", via=None,
+    result = CheckResult(url=f"http://127.0.0.1/mcp?access_token={SECRET}x", via=f"http://user:{SECRET}@127.0.0.1:9/mcp",
                          era={"era": "modern", "case": "era-strict-modern-proven", "reason": f"probe of http://127.0.0.1/mcp?access_token={SECRET}x"},
                          rows=[row])
     data = redacted_result(result)
@@ -96,6 +96,7 @@ def test_a_verdict_that_quotes_the_judged_body_never_carries_its_secrets(tmp_pat
         assert SECRET not in text
     assert "[REDACTED]" in data["rows"][0]["direct"]["detail"] and "boom" in data["rows"][0]["direct"]["detail"]
     assert data["era"]["reason"] == "probe of http://127.0.0.1/mcp?access_token=%5BREDACTED%5D"
+    assert data["via"] == "http://user:[REDACTED]@127.0.0.1:9/mcp"  # a userinfo password too
 
 
 def test_a_proxy_whose_records_cannot_be_read_leaves_the_hop_unobserved():

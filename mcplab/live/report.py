@@ -3,8 +3,9 @@
 Design: the check result is redacted FIRST (``mcplab.redaction``: Authorization/Cookie headers,
 secret-looking keys in bodies and in SSE event data, which captures keep parsed for this reason)
 and the page is rendered only from the redacted copy, so no secret can reach the file. A verdict's
-free text quotes the body it judged, so every value redaction replaced is also scrubbed from every
-string of the result (values under 4 characters excepted: they cannot be told from prose). Every
+free text quotes the body it judged, so every value redaction replaced (and a password in the
+URL's userinfo) is also scrubbed from every string of the result (values under 4 characters
+excepted: they cannot be told from prose). Every
 row whose verdict changed between the direct and the proxied run names the boundary of the
 change (intermediary, origin or an unobserved hop) and the case names observed there.
 """
@@ -16,6 +17,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ..redaction import REDACTED, redact
 from .check import CheckResult
@@ -46,6 +48,10 @@ def redacted_result(result: CheckResult) -> dict[str, Any]:
     redacted = redact(data)
     replaced: dict[str, str] = {}
     _replaced_values(data, redacted, replaced)
+    for url in (result.url, result.via):  # a password in the URL's userinfo (httpx sends it as Basic auth)
+        password = urlsplit(url).password if url else None
+        if password:
+            replaced.update({password: REDACTED, unquote(password): REDACTED})
     pairs = sorted(((old, new) for old, new in replaced.items() if len(old) >= _MIN_SCRUBBED), key=lambda p: -len(p[0]))
     return _scrub(redacted, pairs) if pairs else redacted
 
