@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 
 import httpx
 import pytest
@@ -54,7 +55,23 @@ async def _broken(request: Request) -> Response:
     return StreamingResponse(body(), media_type="application/json")
 
 
-ORIGIN = Starlette(routes=[Route("/echo", _echo, methods=["POST"]), Route("/big/{size}", _big, methods=["POST"]),
+ORIGIN_STREAM_CLOSED = threading.Event()
+
+
+async def _endless(request: Request) -> Response:
+    """An event stream that never ends; notes when its consumer (the proxy) goes away."""
+    async def body():
+        import anyio
+        try:
+            while True:
+                yield b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n'
+                await anyio.sleep(0.02)
+        finally:
+            ORIGIN_STREAM_CLOSED.set()
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+ORIGIN = Starlette(routes=[Route("/endless", _endless, methods=["POST"]), Route("/echo", _echo, methods=["POST"]), Route("/big/{size}", _big, methods=["POST"]),
                            Route("/gzip", _gzip_error, methods=["POST"]), Route("/broken", _broken, methods=["POST"])])
 
 
@@ -145,3 +162,14 @@ def test_an_answer_the_origin_breaks_off_never_looks_complete(origin, mode):
     else:  # held back: the proxy knows before it answers, so it answers 502
         assert cap.status == 502 and cap.failure is None and b"broke off" in cap.body
     assert recorded["failure"].split(":")[0] in ("RemoteProtocolError", "ReadError") and recorded["complete"] is True
+
+
+def test_a_client_that_goes_away_closes_the_origins_stream_too(origin):
+    ORIGIN_STREAM_CLOSED.clear()
+    with serve_proxy(origin + "/endless") as proxy, capture_client() as client:
+        with client.stream("POST", proxy.url, content=b"{}") as answer:
+            assert next(answer.iter_bytes()).startswith(b"data: ")
+        # the client hung up: the proxy must hang up on the origin (bounded wait, no fixed sleep)
+        assert ORIGIN_STREAM_CLOSED.wait(timeout=5.0)
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
+    assert recorded["complete"] is True and recorded["origin"]["body"]["text"].startswith("data: ")

@@ -125,6 +125,7 @@ class _Records:
     def __init__(self) -> None:
         self._entries: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self._sizes: dict[int, int] = {}
+        self._total = 0
 
     def get(self, number: int) -> dict[str, Any] | None:
         return self._entries.get(number)
@@ -138,12 +139,13 @@ class _Records:
         """Exchange ``number`` now holds ``size`` more body bytes."""
         if number in self._sizes:
             self._sizes[number] += size
+            self._total += size
             self._trim()
 
     def _trim(self) -> None:
-        while len(self._entries) > 1 and (len(self._entries) > _KEEP or sum(self._sizes.values()) > _KEEP_BYTES):
+        while len(self._entries) > 1 and (len(self._entries) > _KEEP or self._total > _KEEP_BYTES):
             oldest, _ = self._entries.popitem(last=False)
-            del self._sizes[oldest]
+            self._total -= self._sizes.pop(oldest)
 
     @staticmethod
     def served(entry: dict[str, Any]) -> dict[str, Any]:
@@ -165,11 +167,14 @@ class _Relay(StreamingResponse):
     broken = False
 
     async def stream_response(self, send: Any) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        async for chunk in self.body_iterator:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        if not self.broken:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not self.broken:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:  # a client that went away: close the origin's answer now, not when collected
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]  # our own async generator
 
 
 def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
