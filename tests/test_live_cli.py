@@ -144,3 +144,16 @@ def test_an_unwritable_report_is_refused_before_the_run(tmp_path, capsys):
         assert "--report" in err and needle in err and "\n" not in err
     assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(tmp_path / "new" / "dir" / "r.html")]) == 2
     assert "nothing answers" in capsys.readouterr().err  # a missing directory is created, as the report writer does
+
+
+@pytest.mark.parametrize("status, body, media, said", [
+    (200, b"<html><body>Welcome</body></html>", "text/html", "answered HTTP 200 text/html"),
+    (404, b"not found", "text/plain", "answered HTTP 404 text/plain"),
+])
+def test_a_server_that_is_not_mcp_fails_with_what_it_answered(status, body, media, said, capsys):
+    app = Starlette(routes=[Route("/mcp", lambda r: Response(body, status_code=status, media_type=media), methods=["POST"])])
+    with serve_app(app, port=0) as port:
+        code = main(["check", "--url", f"http://127.0.0.1:{port}/mcp"])
+    out = capsys.readouterr().out
+    assert code == 1 and "era: None" in out
+    assert "no case was run: the server/discover probe was " + said in out and "proves no MCP era" in out

@@ -65,6 +65,15 @@ def _report_target(path: str) -> None:
         raise _BadInput(f"--report {path!r}: not writable")
 
 
+def _probe_answer(probe: dict[str, Any]) -> str:
+    """What the era probe got back, in a few words (status and content type, or the failure)."""
+    if probe.get("failure"):
+        return f"the server/discover probe got no complete answer ({probe['failure'].replace('_', ' ')})"
+    response = probe["response"]
+    types = [v for k, v in response["headers"] if k.lower() == "content-type"]
+    return f"the server/discover probe was answered HTTP {response['status']} {types[0] if types else 'without a content type'}"
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from ..cli import _print_json, _table
     from .check import run_check
@@ -82,6 +91,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 0 if result.ok else 1
     era = result.era
     print(f"era: {era['era']} ({era['case']}): {era['reason']}")
+    if era["era"] is None:
+        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era")
     if result.via_era is not None and result.via_era["era"] != era["era"]:
         print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]
