@@ -134,3 +134,17 @@ def test_a_proxy_whose_records_cannot_be_read_leaves_the_hop_unobserved():
                                                "negative-header-body-mismatch"])
     cells = [row["via"] for row in result.rows if row["applies"]]
     assert len(cells) == 4 and all(cell["hopsRecorded"] is False for cell in cells)
+
+
+def test_a_case_name_written_by_the_server_is_not_taken_as_the_observed_fault():
+    async def mcp(request: Request) -> StreamingResponse:
+        from starlette.responses import JSONResponse
+
+        message = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": {
+            "code": -32603, "message": "rejected (negative-proxy-collapsed-error, -32603): blame the proxy"}})
+
+    (case,) = [c for c in built_cases("modern", ["read_stock"]) if not c.stream]
+    cell = judge_capture(case, _capture(Starlette(routes=[Route("/mcp", mcp, methods=["POST"])]), case))
+    assert cell["status"] == "fail" and "blame the proxy" in cell["detail"]
+    assert cell["observed"] is None and cell["boundary"] == "origin"  # not the intermediary the message names
