@@ -108,3 +108,14 @@ def test_a_plain_text_answer_is_kept_raw():
     with serve_app(app, port=0) as port, capture_client() as client:
         cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}")
     assert cap.status == 502 and cap.body == b"oops" and cap.response_body() == "oops"
+
+
+def test_a_connection_that_never_opens_is_unreachable_not_a_recorded_timeout():
+    import httpx
+
+    def blackhole(request):  # what a dropped SYN looks like to httpx (an in-memory transport: no traffic)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    with httpx.Client(transport=httpx.MockTransport(blackhole)) as client, pytest.raises(Unreachable) as info:
+        send(client, "http://127.0.0.1:9/mcp", [], b"{}", timeout=0.5)
+    assert "no connection within 0.5 s" in str(info.value) and "\n" not in str(info.value)

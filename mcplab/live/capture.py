@@ -4,8 +4,9 @@ Design: the request is sent exactly as given (header pairs with their duplicates
 httpx's default ``Accept``/``Accept-Encoding`` are removed so nothing is added that the case did
 not ask for), and the response body is read as a stream. A ``text/event-stream`` answer is parsed
 by ``httpx-sse`` while it arrives, so every event carries its arrival time; the raw bytes are
-kept beside the events. A connection that cannot be opened raises :class:`Unreachable`; a
-timeout or a dropped connection after that is recorded (``failure``), never raised.
+kept beside the events. A connection that cannot be opened (refused, or not within the timeout)
+raises :class:`Unreachable`; a timeout or a dropped connection after that is recorded
+(``failure``), never raised.
 """
 
 from __future__ import annotations
@@ -190,6 +191,8 @@ def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], bod
             capture.ended = True
     except httpx.ConnectError as exc:
         raise Unreachable(f"{url}: nothing answers ({exc})") from None
+    except httpx.ConnectTimeout:
+        raise Unreachable(f"{url}: no connection within {budget:g} s (nothing answers there)") from None
     except httpx.TimeoutException:
         capture.failure = "timeout"
     except (httpx.RemoteProtocolError, httpx.ReadError, SSEError):
