@@ -76,7 +76,8 @@ def _error_app():
     async def mcp(request: Request) -> StreamingResponse:
         message = await request.json()
         error = {"jsonrpc": "2.0", "id": message["id"],
-                 "error": {"code": -32603, "message": "boom", "data": {"apiKey": SECRET, "session": {"password": [SECRET, 7]}}}}
+                 "error": {"code": -32603, "message": "boom", "data": {"apiKey": SECRET, "session": {"password": [SECRET, 7]},
+                                                                       "token": None, "clientSecret": False}}}
         return StreamingResponse(iter([f"event: message\ndata: {json.dumps(error)}\n\n".encode()]), media_type="text/event-stream")
     return Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
 
@@ -94,7 +95,9 @@ def test_a_verdict_that_quotes_the_judged_body_never_carries_its_secrets(tmp_pat
     page = write_report(tmp_path / "report.html", result).read_text(encoding="utf-8")
     for text in (page, json.dumps(data)):  # ... and neither the report nor the JSON does
         assert SECRET not in text
-    assert "[REDACTED]" in data["rows"][0]["direct"]["detail"] and "boom" in data["rows"][0]["direct"]["detail"]
+    detail = data["rows"][0]["direct"]["detail"]
+    assert "[REDACTED]" in detail and "boom" in detail
+    assert "None" in detail and "False" in detail  # a null or a boolean under a secret key hides nothing: prose stays
     assert data["era"]["reason"] == "probe of http://127.0.0.1/mcp?access_token=%5BREDACTED%5D"
     assert data["via"] == "http://user:[REDACTED]@127.0.0.1:9/mcp"  # a userinfo password too
 

@@ -72,7 +72,8 @@ def _replaced_values(original: Any, redacted: Any, out: dict[str, str]) -> None:
     elif isinstance(original, (list, tuple)) and isinstance(redacted, list) and len(original) == len(redacted):
         for old, new in zip(original, redacted, strict=True):
             _replaced_values(old, new, out)
-    elif redacted == REDACTED and original != REDACTED:
+    elif redacted == REDACTED and original != REDACTED and original is not None and not isinstance(original, bool):
+        # (null, true and false under a secret key hide nothing: scrubbing them would blank ordinary prose)
         out.update(dict.fromkeys(_spellings(original), REDACTED))
     elif isinstance(original, str) and isinstance(redacted, str) and original != redacted:
         out[original] = redacted  # a URL whose secret query parameters were replaced
