@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .errors import EvidenceError
 from .release import HealthPolicy, _nearest_rank, evaluate_health
 
 if TYPE_CHECKING:
@@ -108,13 +109,16 @@ def plot_health(samples: Sequence[Mapping[str, Any]], policy: HealthPolicy | Non
     Every threshold of :func:`health_series` is a horizontal line labelled ``threshold: <name>
     (<value>)`` on its axes (policy ceilings dashed red, baseline limits dotted purple); the
     title carries the gate's verdict. In a notebook the
-    returned figure displays itself; elsewhere ``fig.savefig(path)`` writes it (Agg).
+    returned figure displays itself; elsewhere ``fig.savefig(path)`` writes it (Agg). An empty
+    window raises :class:`~mcplab.errors.EvidenceError` (a blank chart would look like a calm one).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     policy = policy or HealthPolicy()
     series = health_series(samples, policy, baseline, buckets=buckets)
+    if not series["t"]:
+        raise EvidenceError("health window: no samples, nothing to plot (the gate judges an empty window not healthy)")
     stream = series["stream"]
     fig = Figure(figsize=(11, 7.5 if stream else 5.5), layout="constrained")
     FigureCanvasAgg(fig)
@@ -134,6 +138,7 @@ def plot_health(samples: Sequence[Mapping[str, Any]], policy: HealthPolicy | Non
                        label=f"threshold: buffered above {policy.max_first_event_ratio:g} x duration")
         stream_ax.set_ylabel("stream (ms)")
     panels = {"latency": latency_ax, "errorRate": error_ax, "stream": axes[-1]}
+    error_ax.set_ylim(bottom=0.0)  # a rate is never negative
     for limit in series["thresholds"]:
         from_baseline = limit["label"].startswith("baseline")
         panels[limit["panel"]].axhline(limit["value"], linestyle=":" if from_baseline else "--", linewidth=1.2,
@@ -143,6 +148,7 @@ def plot_health(samples: Sequence[Mapping[str, Any]], policy: HealthPolicy | Non
     for ax in axes:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     health = series["health"]
-    verdict = "healthy" if health["healthy"] is True else f"NOT healthy ({len(health['reasons'])} reasons)"
+    count = len(health["reasons"])
+    verdict = "healthy" if health["healthy"] is True else f"NOT healthy ({count} reason{'' if count == 1 else 's'})"
     fig.suptitle(f"{title}: {health['metrics']['samples']} samples, {verdict}")
     return fig

@@ -78,6 +78,9 @@ class HealthPolicy:
     min_event_ratio: float = 1.0
 
     def __post_init__(self) -> None:
+        for name, value in vars(self).items():  # NaN fails every comparison, so it would pass every window
+            if isinstance(value, float) and math.isnan(value):
+                raise ValueError(f"{name} must be a number, not NaN")
         if not 0.0 < self.latency_percentile <= 100.0:
             raise ValueError("latency_percentile must be in (0, 100]")
         for name in ("min_samples", "max_error_rate", "max_latency_ms", "max_saturation",

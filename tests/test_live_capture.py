@@ -80,6 +80,22 @@ def test_a_timeout_is_recorded_not_raised():
     assert cap.failure == "timeout" and cap.status == 200 and not cap.ended
 
 
+def test_a_stream_that_trickles_forever_ends_at_the_request_timeout():
+    async def keep_alive_forever(request):
+        async def body():
+            import anyio
+            while True:  # a keep-alive comment well within every read timeout, and never an end
+                yield b": keep-alive\n\n"
+                await anyio.sleep(0.02)
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/mcp", keep_alive_forever, methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}", timeout=0.4)
+    assert cap.failure == "timeout" and not cap.ended and cap.events == []
+    assert 0.4 <= cap.elapsed < 2.0 and cap.body.startswith(b": keep-alive\n\n")
+
+
 def test_body_evidence_keeps_json_parsed_and_non_utf8_as_base64():
     assert body_evidence(b'{"a": 1}') == {"a": 1}
     assert body_evidence(b"not json") == "not json"
@@ -92,3 +108,14 @@ def test_a_plain_text_answer_is_kept_raw():
     with serve_app(app, port=0) as port, capture_client() as client:
         cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}")
     assert cap.status == 502 and cap.body == b"oops" and cap.response_body() == "oops"
+
+
+def test_a_connection_that_never_opens_is_unreachable_not_a_recorded_timeout():
+    import httpx
+
+    def blackhole(request):  # what a dropped SYN looks like to httpx (an in-memory transport: no traffic)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    with httpx.Client(transport=httpx.MockTransport(blackhole)) as client, pytest.raises(Unreachable) as info:
+        send(client, "http://127.0.0.1:9/mcp", [], b"{}", timeout=0.5)
+    assert "no connection within 0.5 s" in str(info.value) and "\n" not in str(info.value)

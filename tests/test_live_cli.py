@@ -72,6 +72,13 @@ def test_unreachable_url_is_one_line_and_exit_2(capsys):
     (["check", "--url", "ftp://example/mcp"], "expected an http(s) URL"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "no-colon"], "expected 'Name: value'"),
     (["proxy", "--upstream", "not a url", "--port", "0"], "--upstream"),
+    (["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--port", "0", "--host", "0.0.0.0"], "loopback only"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X Bad: v"], "a header name is"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X-Ok: line\nbreak"], "printable ASCII"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "X-Ok: caf\u00e9"], "printable ASCII"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "0"], "--timeout"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "-1"], "--timeout"),
+    (["check", "--url", "http://127.0.0.1:9/mcp", "--timeout", "nan"], "--timeout"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert main(argv) == 2
@@ -105,3 +112,47 @@ def test_proxy_command_serves_until_sigterm(origin, tmp_path):
         os.killpg(child.pid, signal.SIGTERM)
         child.wait(timeout=10)
     assert child.returncode == 0 and "stopped" in log.read_text()
+
+
+def test_the_command_line_starts_without_the_live_wire_stack():
+    code = ("import sys, mcplab.cli; "
+            "print(sorted(m for m in ('httpx', 'httpx_sse', 'starlette', 'uvicorn') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_proxy_help_names_every_mode_and_an_unknown_mode_is_exit_2(capsys):
+    from mcplab.live.proxy import PROXY_MODES
+
+    with pytest.raises(SystemExit):
+        main(["proxy", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(mode in help_text for mode in PROXY_MODES)
+    assert main(["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--port", "0", "--mode", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--mode 'bogus'" in err and "buffer-sse" in err and "\n" not in err
+
+
+def test_an_unwritable_report_is_refused_before_the_run(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for report, needle in ((blocker / "r.html", "cannot create its directory"), (tmp_path, "is a directory")):
+        # the URL answers nothing: the run would fail differently, so the report was checked first
+        assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(report)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--report" in err and needle in err and "\n" not in err
+    assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(tmp_path / "new" / "dir" / "r.html")]) == 2
+    assert "nothing answers" in capsys.readouterr().err  # a missing directory is created, as the report writer does
+
+
+@pytest.mark.parametrize("status, body, media, said", [
+    (200, b"<html><body>Welcome</body></html>", "text/html", "answered HTTP 200 text/html"),
+    (404, b"not found", "text/plain", "answered HTTP 404 text/plain"),
+])
+def test_a_server_that_is_not_mcp_fails_with_what_it_answered(status, body, media, said, capsys):
+    app = Starlette(routes=[Route("/mcp", lambda r: Response(body, status_code=status, media_type=media), methods=["POST"])])
+    with serve_app(app, port=0) as port:
+        code = main(["check", "--url", f"http://127.0.0.1:{port}/mcp"])
+    out = capsys.readouterr().out
+    assert code == 1 and "era: None" in out
+    assert "no case was run: the server/discover probe was " + said in out and "proves no MCP era" in out

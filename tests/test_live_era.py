@@ -63,3 +63,15 @@ def test_a_modern_error_proves_modern_and_is_never_downgraded():
         result = run_check(f"http://127.0.0.1:{port}/mcp", allow_legacy=True)
     assert result.era["era"] == "modern" and result.era["case"] == "era-modern-error-no-downgrade"
     assert len(result.probes) == 1 and result.era["legacyEvidence"] is None
+
+
+def test_the_probe_waits_no_longer_than_the_timeout_given():
+    async def mcp(request: Request) -> Response:  # answers only after 2 s (well past the timeout)
+        import anyio
+        await anyio.sleep(2.0)
+        return Response(b"", status_code=200)
+
+    with serve_app(Starlette(routes=[Route("/mcp", mcp, methods=["POST"])]), port=0) as port:
+        result = run_check(f"http://127.0.0.1:{port}/mcp", timeout=0.3)
+    assert result.era["era"] is None and result.era["observations"][0]["kind"] == "timeout"
+    assert result.seconds < 1.5  # the probe used to wait a fixed 5 s whatever --timeout said

@@ -101,13 +101,15 @@ def test_series_are_json_and_carry_the_same_verdict_as_the_gate():
     assert [t["panel"] for t in series["thresholds"]] == ["latency", "errorRate", "latency", "errorRate", "stream", "stream"]
 
 
-def test_equal_times_make_one_bucket_and_an_empty_window_plots_nothing():
+def test_equal_times_make_one_bucket_and_an_empty_window_is_a_clear_error():
     same = [{"t": 5.0, "latencyMs": float(v), "error": False} for v in (10, 20, 30)]
     series = health_series(same, buckets=4)
     assert series["t"] == [5.0] and series["latency"]["p50"] == [20.0]
-    empty = plot_health([])
-    assert all(len(line.get_xdata()) == 0 for line in empty.axes[0].get_lines() if line.get_label() == "p50")
-    assert "0 samples, NOT healthy" in empty.get_suptitle()
+    figure = plot_health(same)
+    assert "3 samples, NOT healthy" in figure.get_suptitle() and figure.axes[1].get_ylim()[0] == 0.0  # no negative rate
+    assert health_series([])["t"] == []  # the series of an empty window are empty ...
+    with pytest.raises(EvidenceError, match="no samples, nothing to plot"):  # ... and there is no picture of it
+        plot_health([])
 
 
 def test_bad_input_is_refused_like_the_gate_refuses_it():

@@ -103,3 +103,11 @@ def test_a_json_answer_is_an_error_sample():
     with serve_stockroom() as srv:  # JSON mode: no stream to measure
         samples = stream_health_window(srv.url, 2)
     assert [s["error"] for s in samples] == [True, True] and [s["eventCount"] for s in samples] == [0, 0]
+
+
+@pytest.mark.parametrize("field", ["max_latency_ms", "max_error_rate", "max_saturation", "min_duration_s",
+                                   "max_regression_ratio", "max_first_event_ms", "max_stream_duration_ms", "min_event_ratio"])
+def test_a_nan_threshold_is_refused_not_a_pass_for_every_window(field):
+    # NaN fails every comparison: an all-error, 100 s window used to come out healthy under it
+    with pytest.raises(ValueError, match=f"{field} must be a number, not NaN"):
+        HealthPolicy(**{field: float("nan")})

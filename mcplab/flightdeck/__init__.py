@@ -13,17 +13,8 @@ without importing the SDK and the server for every other command.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_getattr
 
 _MODULES = ("connection", "profiles", "catalog", "authority", "validation", "plan", "run", "deck")
 
-
-def __getattr__(name: str) -> Any:
-    if name == "__all__":
-        return [n for module in _MODULES for n in importlib.import_module(f"{__name__}.{module}").__all__]
-    for module in _MODULES:
-        loaded = importlib.import_module(f"{__name__}.{module}")
-        if name in loaded.__all__:
-            return getattr(loaded, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _MODULES)

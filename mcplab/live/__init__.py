@@ -5,14 +5,15 @@ Layers: ``capture`` (one exchange over HTTP with timing; SSE events as they arri
 recorded runner on live captures, proxy hops, stream buffering), ``proxy`` (a real reverse proxy
 with one fault per mode), ``check`` (era probe plus the direct/via run) and ``report`` (the
 redacted HTML conformance matrix).
+
+The names load on first use (PEP 562), so ``mcplab``'s command line can register ``check`` and
+``proxy`` without importing httpx, Starlette and uvicorn for every other command.
 """
 
-from . import capture, cases, check, judge, proxy, report
-from .capture import *  # noqa: F403
-from .cases import *  # noqa: F403
-from .check import *  # noqa: F403
-from .judge import *  # noqa: F403
-from .proxy import *  # noqa: F403
-from .report import *  # noqa: F403
+from __future__ import annotations
 
-__all__ = [name for module in (capture, cases, judge, proxy, check, report) for name in module.__all__]
+from .._lazy import lazy_getattr
+
+_MODULES = ("capture", "cases", "judge", "proxy", "check", "report")
+
+__getattr__ = lazy_getattr(__name__, _MODULES)

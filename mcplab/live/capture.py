@@ -4,8 +4,9 @@ Design: the request is sent exactly as given (header pairs with their duplicates
 httpx's default ``Accept``/``Accept-Encoding`` are removed so nothing is added that the case did
 not ask for), and the response body is read as a stream. A ``text/event-stream`` answer is parsed
 by ``httpx-sse`` while it arrives, so every event carries its arrival time; the raw bytes are
-kept beside the events. A connection that cannot be opened raises :class:`Unreachable`; a
-timeout or a dropped connection after that is recorded (``failure``), never raised.
+kept beside the events. A connection that cannot be opened (refused, or not within the timeout)
+raises :class:`Unreachable`; a timeout or a dropped connection after that is recorded
+(``failure``), never raised.
 """
 
 from __future__ import annotations
@@ -128,20 +129,23 @@ def capture_client(timeout: float = 10.0) -> httpx.Client:
 
 class _Tap:
     """Stands in for the response handed to ``httpx_sse.EventSource``: yields the body as text
-    while keeping every raw chunk and the first byte's arrival time."""
+    while keeping every raw chunk (in ``raw``) and the first byte's arrival time; past the
+    request's whole ``budget`` it raises a timeout, so a server that trickles bytes forever ends."""
 
-    def __init__(self, response: httpx.Response, capture: Capture, started: float) -> None:
+    def __init__(self, response: httpx.Response, capture: Capture, started: float, budget: float) -> None:
         self.headers = response.headers
-        self._response, self._capture, self._started = response, capture, started
+        self.raw = bytearray()
+        self._response, self._capture, self._started, self._budget = response, capture, started, budget
 
     def iter_text(self) -> Iterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        chunks = []
         for chunk in self._response.iter_bytes():
+            now = time.perf_counter() - self._started
             if self._capture.first_byte is None:
-                self._capture.first_byte = time.perf_counter() - self._started
-            chunks.append(chunk)
-            self._capture.body = b"".join(chunks)
+                self._capture.first_byte = now
+            self.raw += chunk
+            if now > self._budget:
+                raise httpx.ReadTimeout(f"no end of the response within {self._budget:g} s")
             text = decoder.decode(chunk)
             if text:
                 yield text
@@ -160,17 +164,23 @@ def _encode(body: bytes | str | Any) -> bytes:
 
 def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], body: bytes | str | Any,
          *, timeout: float | None = None) -> Capture:
-    """POST ``body`` (bytes, text, or a JSON value) with ``headers`` to ``url`` and capture the answer."""
+    """POST ``body`` (bytes, text, or a JSON value) with ``headers`` to ``url`` and capture the answer.
+
+    ``timeout`` (default: the client's read timeout) bounds each wait for the server AND the
+    whole response: a stream still running after it is recorded as ``failure="timeout"``.
+    """
     content = _encode(body)
     capture = Capture(url=url, request_headers=[(str(k), str(v)) for k, v in headers], request_body=content)
+    budget = timeout if timeout is not None else (client.timeout.read or float("inf"))
     started = time.perf_counter()
+    tap: _Tap | None = None
     try:
         with client.stream("POST", url, headers=list(headers), content=content,
                            timeout=timeout if timeout is not None else client.timeout) as response:
             capture.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.request.headers.raw]
             capture.status = response.status_code
             capture.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
-            tap = _Tap(response, capture, started)
+            tap = _Tap(response, capture, started, budget)
             if capture.is_stream:
                 for event in EventSource(tap).iter_sse():  # type: ignore[arg-type]  # duck-typed response
                     capture.events.append({"event": event.event, "data": event.data, "id": event.id or None,
@@ -181,11 +191,15 @@ def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], bod
             capture.ended = True
     except httpx.ConnectError as exc:
         raise Unreachable(f"{url}: nothing answers ({exc})") from None
+    except httpx.ConnectTimeout:
+        raise Unreachable(f"{url}: no connection within {budget:g} s (nothing answers there)") from None
     except httpx.TimeoutException:
         capture.failure = "timeout"
     except (httpx.RemoteProtocolError, httpx.ReadError, SSEError):
         capture.failure = "connection_closed"
     except httpx.LocalProtocolError:
         capture.failure = "refused_to_send"
+    if tap is not None:
+        capture.body = bytes(tap.raw)
     capture.elapsed = time.perf_counter() - started
     return capture

@@ -11,6 +11,8 @@ capture, so every behaviour change names its boundary.
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ import httpx
 from .. import __version__
 from ..cases import CASES
 from ..era import select_era
-from ..errors import MCPLabError
+from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
@@ -89,6 +91,19 @@ class CheckResult:
         return {"url": self.url, "via": self.via, "ok": self.ok, "era": self.era, "viaEra": self.via_era,
                 "summary": self.summary(), "issues": self.issues, "seconds": round(self.seconds, 3),
                 "rows": self.rows, "probes": self.probes}
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+
+
+def _check_header(name: str, value: str) -> None:
+    """An extra header must be sendable as given: a token name and a visible-ASCII value."""
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        raise LiveInputError(f"--header {name!r}: a header name is letters, digits and !#$%&'*+-.^_`|~ only")
+    if not isinstance(value, str) or not _VALUE.match(value):
+        raise LiveInputError(f"--header {name}: the value must be printable ASCII without line breaks "
+                             "(encode other text first, e.g. as =?base64?...?=)")
 
 
 def _check_url(url: str, flag: str) -> str:
@@ -168,26 +183,30 @@ def _request_body(case: LiveCase) -> Any:
 
 
 def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
-    """The proxy's own record of the exchange behind ``capture`` (``None``: not an mcplab proxy)."""
+    """The proxy's own record of the exchange behind ``capture``; ``None`` when there is none to
+    use (not an mcplab proxy, the record is gone, or it is not a record this client can read)."""
     number = capture.header(EXCHANGE_HEADER)
     if number is None:
         return None
     parts = urlsplit(via)
-    answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
     try:
+        answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
         record = answer.json() if answer.status_code == 200 else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+            return None
+        for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
+            hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):  # binascii.Error is a ValueError
         return None
-    for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
-        hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
     return record
 
 
 def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None) -> dict[str, Any]:
     cell = judge_capture(case, via)
-    findings = hop_findings(record, via) if record is not None and via.status is not None else []
+    try:
+        findings = hop_findings(record, via) if record is not None and via.status is not None else []
+    except EvidenceError:  # a record without the hops proxy_findings needs: no hop evidence
+        record, findings = None, []
     buffered = stream_buffered(direct, via)
     if buffered is not None:
         findings.append(buffered)
@@ -227,17 +246,21 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
     _check_url(url, "--url")
     if via is not None:
         _check_url(via, "--via")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise LiveInputError(f"--timeout {timeout!r}: expected a positive number of seconds")
     extra = list(headers)
+    for name, value in extra:
+        _check_header(name, value)
     unknown = sorted(set(only) - set(CASES))
     if unknown:
         raise LiveInputError(f"--case {unknown[0]!r}: not a case name (see 'mcplab cases')")
     started = time.perf_counter()
     suite = list(load_transcripts() if transcripts is None else transcripts)
     with capture_client(timeout) as client:
-        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra)
+        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra, timeout)
         result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes])
         if via is not None:
-            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra)
+            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)
             result.probes += [p.to_evidence() for p in via_probes]
         era = decision["era"]
         if era is None:

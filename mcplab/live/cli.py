@@ -4,24 +4,25 @@ function, print. Registered by ``mcplab.cli`` through :func:`add_live_commands`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..era import MODES
 from ..errors import MCPLabError
-from .proxy import PROXY_MODES
 
 __all__ = ["add_live_commands"]
 
 
-class _BadHeader(MCPLabError):
-    pass
+class _BadInput(MCPLabError):
+    """An unusable --header or --report (exit 2)."""
 
 
 def _header(text: str) -> tuple[str, str]:
     name, colon, value = text.partition(":")
     if not colon or not name.strip() or name != name.strip():
-        raise _BadHeader(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
+        raise _BadInput(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
     return name, value.strip()
 
 
@@ -51,11 +52,35 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
     return text
 
 
+def _report_target(path: str) -> None:
+    """Refuse a --report path that cannot be written BEFORE the run, not after it."""
+    target = Path(path)
+    if target.is_dir():
+        raise _BadInput(f"--report {path!r}: is a directory; name the HTML file to write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _BadInput(f"--report {path!r}: cannot create its directory ({exc.strerror or exc})") from None
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise _BadInput(f"--report {path!r}: not writable")
+
+
+def _probe_answer(probe: dict[str, Any]) -> str:
+    """What the era probe got back, in a few words (status and content type, or the failure)."""
+    if probe.get("failure"):
+        return f"the server/discover probe got no complete answer ({probe['failure'].replace('_', ' ')})"
+    response = probe["response"]
+    types = [v for k, v in response["headers"] if k.lower() == "content-type"]
+    return f"the server/discover probe was answered HTTP {response['status']} {types[0] if types else 'without a content type'}"
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from ..cli import _print_json, _table
     from .check import run_check
     from .report import redacted_result, write_report
 
+    if args.report:
+        _report_target(args.report)
     headers = [_header(h) for h in args.header]
     result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
                        timeout=args.timeout, only=args.case, progress=_Bar())
@@ -66,6 +91,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 0 if result.ok else 1
     era = result.era
     print(f"era: {era['era']} ({era['case']}): {era['reason']}")
+    if era["era"] is None:
+        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era")
     if result.via_era is not None and result.via_era["era"] != era["era"]:
         print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]
@@ -117,9 +144,12 @@ def add_live_commands(sub: Any) -> None:
 
     proxy = sub.add_parser("proxy", help="run a loopback reverse proxy that records every hop (and can break on purpose)")
     proxy.add_argument("--upstream", required=True, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
-    proxy.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    proxy.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; ::1 and localhost also do)")
     proxy.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
-    proxy.add_argument("--mode", choices=PROXY_MODES, default="faithful", help="faithful (default) or the one fault to inject")
+    # no ``choices=``: that would import the proxy (httpx, Starlette) for every command; the
+    # proxy refuses an unknown mode itself with one line naming the modes (exit 2)
+    proxy.add_argument("--mode", default="faithful", metavar="MODE",
+                       help="faithful (default) or the one fault to inject: collapse-errors, rewrite-body, buffer-sse")
     proxy.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default warning)")
     proxy.set_defaults(func=_cmd_proxy)

@@ -60,9 +60,12 @@ def judge_capture(case: LiveCase, capture: Capture) -> dict[str, Any]:
     result = run_transcript(live_transcript(case.template, capture))
     if result.passed:
         return _cell("pass", result.detail, capture)
-    found = _VIOLATION.search(result.detail)
-    # A golden names the violation it hit; a negative that was not rejected as required is that case failing.
-    observed = found.group(1) if found else (case.name if case.template.cls == "negative" else None)
+    # The runner names the violation it hit as "(case, code)"; the detail also quotes what the
+    # server sent, so a name the server itself wrote (in an error message, say) is not evidence.
+    sent = capture.body.decode("utf-8", "replace") + "".join(f"{k}: {v}\n" for k, v in capture.headers)
+    found = next((m.group(1) for m in _VIOLATION.finditer(result.detail) if m.group(0) not in sent), None)
+    # A negative that was not rejected as required is that case failing.
+    observed = found or (case.name if case.template.cls == "negative" else None)
     boundary = CASES[observed].boundary if observed in CASES else "origin"
     return _cell("fail", result.detail, capture, observed, boundary)
 

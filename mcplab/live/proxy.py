@@ -4,15 +4,20 @@ Modes: ``faithful`` streams the origin's status, headers that matter, body bytes
 through unchanged; ``collapse-errors`` answers an origin 4xx JSON-RPC error with HTTP 500 (body
 and content type kept, so the collapse is its only fault); ``rewrite-body`` adds a field to the
 ``result`` of every JSON (non-stream) answer; ``buffer-sse`` holds an event stream until it ends
-and then sends it at once. Every exchange is recorded as the proxy saw it (ingress; the request
-it sent the origin and the origin's answer) and served at ``GET /.mcplab/exchanges/{n}``, the
-exchange number travelling in the ``X-Mcplab-Exchange`` response header, so ``proxy_findings``
-runs on real hops. Recorded headers are redacted; bodies stay as sent so comparisons are exact.
+and then sends it at once. Hop-by-hop headers (and those ``Connection`` names) stay on their hop,
+repeated headers stay separate lines, and httpx adds none of its defaults. Every exchange is
+recorded as the proxy saw it (ingress; the request it sent the origin and the origin's answer)
+and served at ``GET /.mcplab/exchanges/{n}``, the exchange number travelling in the
+``X-Mcplab-Exchange`` response header, so ``proxy_findings`` runs on real hops. Recorded headers
+are redacted; bodies stay as sent so comparisons are exact, which is why the proxy listens on
+loopback only and keeps a bounded number of records and body bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import ipaddress
 import itertools
 import json
 import time
@@ -33,7 +38,6 @@ from ..errors import MCPLabError
 from ..redaction import redact
 from ..serving import serve_app
 from ..sse import is_event_stream
-from .capture import body_evidence
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
            "decode_record_body"]
@@ -43,14 +47,19 @@ EXCHANGE_HEADER = "x-mcplab-exchange"
 RECORD_PREFIX = "/.mcplab/exchanges/"
 #: Added to every JSON result by ``rewrite-body``.
 REWRITE_FIELD = "servedBy"
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer",
-                         "transfer-encoding", "upgrade", "host", "content-length"})
+#: Hop-by-hop headers (RFC 9110 7.6.1) and those of the proxy's own hop: never forwarded either
+#: way. ``Proxy-Authorization`` holds credentials for this proxy, never for the origin. Headers
+#: that ``Connection`` names are hop-by-hop too (see :func:`_forwardable`).
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                         "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length"})
+#: Records kept: at most this many exchanges and, beyond the newest one, this many body bytes.
 _KEEP = 500
+_KEEP_BYTES = 64 * 1024 * 1024
 _RECORD_WAIT_SECONDS = 5.0
 
 
 class ProxyError(MCPLabError):
-    """Bad proxy settings (unknown mode, upstream that is not an http(s) URL)."""
+    """Bad proxy settings (unknown mode, upstream that is not an http(s) URL, a host off loopback)."""
 
 
 def _pairs(raw: Any) -> list[tuple[str, str]]:
@@ -58,21 +67,26 @@ def _pairs(raw: Any) -> list[tuple[str, str]]:
 
 
 def _forwardable(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers if k.lower() not in _HOP_BY_HOP]
+    """``headers`` without hop-by-hop ones, including every header the ``Connection`` header names."""
+    named = {token.strip().lower() for name, value in headers if name.lower() == "connection" for token in value.split(",")}
+    return [(k, v) for k, v in headers if k.lower() not in _HOP_BY_HOP and k.lower() not in named]
+
+
+def _raw(pairs: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Header pairs as ASGI raw headers: every repeated name kept as its own line (``Set-Cookie``)."""
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs]
 
 
 def _body_record(body: bytes) -> dict[str, Any]:
     """A body in a record: exact text when UTF-8, else base64 (see :func:`decode_record_body`)."""
-    evidence = body_evidence(body) if body else None
-    if isinstance(evidence, dict) and set(evidence) == {"base64"}:
-        return evidence
-    return {"text": body.decode("utf-8")}
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
 
 
 def decode_record_body(body: dict[str, Any]) -> bytes:
     """The exact bytes of a recorded body."""
-    import base64
-
     return base64.b64decode(body["base64"]) if "base64" in body else body["text"].encode("utf-8")
 
 
@@ -95,6 +109,74 @@ def _rewritten(body: bytes) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _Records:
+    """The recorded exchanges, bounded by count and by body bytes (oldest dropped first; the newest
+    is always kept). A body grows as a list of chunks and is joined once, when it is served."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._sizes: dict[int, int] = {}
+        self._total = 0
+
+    def get(self, number: int) -> dict[str, Any] | None:
+        return self._entries.get(number)
+
+    def add(self, number: int, entry: dict[str, Any]) -> None:
+        self._entries[number] = entry
+        self._sizes[number] = 0
+        self._trim()
+
+    def grew(self, number: int, size: int) -> None:
+        """Exchange ``number`` now holds ``size`` more body bytes."""
+        if number in self._sizes:
+            self._sizes[number] += size
+            self._total += size
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._entries) > 1 and (len(self._entries) > _KEEP or self._total > _KEEP_BYTES):
+            oldest, _ = self._entries.popitem(last=False)
+            self._total -= self._sizes.pop(oldest)
+
+    @staticmethod
+    def served(entry: dict[str, Any]) -> dict[str, Any]:
+        """The JSON form of ``entry``: its chunk lists joined into recorded bodies."""
+        out = {key: value for key, value in entry.items() if key != "origin"}
+        origin = entry.get("origin")
+        if isinstance(origin, dict):
+            out["origin"] = {key: value for key, value in origin.items() if key != "chunks"}
+            if "chunks" in origin:
+                out["origin"]["body"] = _body_record(b"".join(origin["chunks"]))
+        return out
+
+
+class _Relay(StreamingResponse):
+    """Streams the origin's body on. When the origin breaks off mid-body (``broken``), the last,
+    empty chunk is never sent, so uvicorn cuts the client's connection too: a truncated answer
+    never looks complete (and no traceback is logged)."""
+
+    broken = False
+
+    async def stream_response(self, send: Any) -> None:
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not self.broken:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:  # a client that went away: close the origin's answer now, not when collected
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]  # our own async generator
+
+
 def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
     """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port."""
     if mode not in PROXY_MODES:
@@ -103,20 +185,18 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProxyError(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
     origin = f"{parts.scheme}://{parts.netloc}"
-    records: OrderedDict[int, dict[str, Any]] = OrderedDict()
+    records = _Records()
     numbers = itertools.count(1)
     state: dict[str, httpx.AsyncClient] = {}
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), follow_redirects=False, trust_env=False) as client:
+            # httpx's own defaults are not the client's request: send only what the client sent
+            for name in ("accept", "accept-encoding", "user-agent"):
+                client.headers.pop(name, None)
             state["client"] = client
             yield
-
-    def keep(number: int, record: dict[str, Any]) -> None:
-        records[number] = record
-        while len(records) > _KEEP:
-            records.popitem(last=False)
 
     async def record(request: Request) -> JSONResponse:
         try:
@@ -124,12 +204,14 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
         except ValueError:
             return JSONResponse({"error": "exchange numbers are integers"}, status_code=400)
         deadline = time.monotonic() + _RECORD_WAIT_SECONDS
-        while number in records and not records[number]["complete"] and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
         found = records.get(number)
+        while found is not None and not found["complete"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+            found = records.get(number)
         if found is None:
-            return JSONResponse({"error": f"no exchange {number} (the proxy keeps the last {_KEEP})"}, status_code=404)
-        return JSONResponse(redact(found))
+            return JSONResponse({"error": f"no exchange {number} (the proxy keeps the last {_KEEP}, "
+                                          f"{_KEEP_BYTES // 2**20} MiB of bodies)"}, status_code=404)
+        return JSONResponse(redact(_Records.served(found)))
 
     async def forward(request: Request) -> Response:
         client = state["client"]
@@ -141,54 +223,66 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
         entry: dict[str, Any] = {"number": number, "mode": mode, "complete": False,
                                  "ingress": {"method": request.method, "path": request.url.path, "headers": ingress,
                                              "body": _body_record(body)}}
-        keep(number, entry)
+        records.add(number, entry)
+        records.grew(number, len(body))
         try:
             answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
             entry.update(complete=True, origin=None, failure=f"{type(exc).__name__}: {exc}")
-            return Response(f"upstream unreachable: {type(exc).__name__}\n", status_code=502, media_type="text/plain",
+            timeout = isinstance(exc, httpx.TimeoutException)
+            return Response(f"upstream {'timed out' if timeout else 'unreachable'}: {type(exc).__name__}\n",
+                            status_code=504 if timeout else 502, media_type="text/plain",
                             headers={EXCHANGE_HEADER: str(number)})
         headers = _pairs(answer.headers.raw)
-        origin_hop: dict[str, Any] = {"status": answer.status_code, "headers": headers, "body": None,
+        chunks: list[bytes] = []
+        origin_hop: dict[str, Any] = {"status": answer.status_code, "headers": headers, "chunks": chunks,
                                       "request": {"headers": _pairs(outgoing.headers.raw), "body": _body_record(body)}}
         entry["origin"] = origin_hop
-        egress_headers = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
+        egress = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
         stream = is_event_stream(answer.headers.get("content-type"))
+        length = answer.headers.get("content-length")
         if mode == "faithful" or (stream and mode != "buffer-sse"):
             async def relay() -> AsyncIterator[bytes]:
-                chunks: list[bytes] = []
                 try:
                     async for chunk in answer.aiter_raw():
                         chunks.append(chunk)
-                        origin_hop["body"] = _body_record(b"".join(chunks))
+                        records.grew(number, len(chunk))
                         yield chunk
+                except httpx.HTTPError as exc:
+                    entry["failure"] = f"{type(exc).__name__}: {exc}"
+                    relayed.broken = True
                 finally:
-                    origin_hop["body"] = _body_record(b"".join(chunks))
                     entry["complete"] = True
                     await answer.aclose()
-            return StreamingResponse(relay(), status_code=answer.status_code, headers=dict(_merge(egress_headers)))
-        data = await answer.aread()
-        await answer.aclose()
-        origin_hop["body"] = _body_record(data)
+            relayed = _Relay(relay(), status_code=answer.status_code)
+            # the bytes are relayed unchanged, so the origin's Content-Length still holds
+            relayed.raw_headers = _raw(egress + ([("content-length", length)] if length is not None else []))
+            return relayed
+        try:
+            async for chunk in answer.aiter_raw():  # raw: a compressed body stays as the origin encoded it
+                chunks.append(chunk)
+                records.grew(number, len(chunk))
+        except httpx.HTTPError as exc:
+            entry.update(complete=True, failure=f"{type(exc).__name__}: {exc}")
+            return Response(f"upstream broke off its answer: {type(exc).__name__}\n", status_code=502,
+                            media_type="text/plain", headers={EXCHANGE_HEADER: str(number)})
+        finally:
+            await answer.aclose()
+        data = b"".join(chunks)
         status = answer.status_code
-        if mode == "collapse-errors" and 400 <= status < 500 and _is_jsonrpc_error(data):
+        encoded = answer.headers.get("content-encoding", "identity").lower() != "identity"
+        if mode == "collapse-errors" and 400 <= status < 500 and not encoded and _is_jsonrpc_error(data):
             status = 500
-        elif mode == "rewrite-body" and not stream:
+        elif mode == "rewrite-body" and not stream and not encoded:
             data = _rewritten(data)
         entry["complete"] = True
-        return Response(data, status_code=status, headers=dict(_merge(egress_headers)))
+        answered = Response(data, status_code=status)
+        answered.raw_headers = _raw(egress + [("content-length", str(len(data)))])
+        return answered
 
     return Starlette(routes=[Route(RECORD_PREFIX + "{number}", record, methods=["GET"]),
                              Route("/{path:path}", forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"])],
                      lifespan=lifespan)
-
-
-def _merge(pairs: list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
-    """Header pairs as one value per name (repeated names joined with ", ", as HTTP allows)."""
-    merged: dict[str, str] = {}
-    for name, value in pairs:
-        merged[name] = f"{merged[name]}, {value}" if name in merged else value
-    return iter(merged.items())
 
 
 @dataclass
@@ -205,7 +299,14 @@ class RunningProxy:
 @contextmanager
 def serve_proxy(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1", port: int = 0,
                 log_level: str = "warning") -> Iterator[RunningProxy]:
-    """Run the proxy under uvicorn in a daemon thread for the ``with`` block (``port=0``: a free port)."""
+    """Run the proxy under uvicorn in a daemon thread for the ``with`` block (``port=0``: a free port).
+
+    ``host`` must be a loopback address: the proxy serves what it recorded (bodies included) to
+    anyone who asks, so it never listens where another machine could.
+    """
+    if not _is_loopback(host):
+        raise ProxyError(f"--host {host!r}: the proxy serves its records unauthenticated, so it listens on loopback "
+                         "only (127.0.0.1, ::1 or localhost)")
     app = build_proxy_app(upstream, mode)
     with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level,
                    server_header=False, date_header=False) as bound:

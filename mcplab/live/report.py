@@ -2,7 +2,10 @@
 
 Design: the check result is redacted FIRST (``mcplab.redaction``: Authorization/Cookie headers,
 secret-looking keys in bodies and in SSE event data, which captures keep parsed for this reason)
-and the page is rendered only from the redacted copy, so no secret can reach the file. Every
+and the page is rendered only from the redacted copy, so no secret can reach the file. A verdict's
+free text quotes the body it judged, so every value redaction replaced (and a password in the
+URL's userinfo) is also scrubbed from every string of the result (values under 4 characters
+excepted: they cannot be told from prose). Every
 row whose verdict changed between the direct and the proxied run names the boundary of the
 change (intermediary, origin or an unobserved hop) and the case names observed there.
 """
@@ -14,8 +17,9 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from ..redaction import redact
+from ..redaction import REDACTED, redact
 from .check import CheckResult
 
 __all__ = ["render_report", "write_report", "redacted_result"]
@@ -31,9 +35,61 @@ pre{white-space:pre-wrap;font-size:.75rem;background:#fafafa;padding:.5rem;max-h
 """
 
 
+#: Replaced values shorter than this are not searched for in free text.
+_MIN_SCRUBBED = 4
+
+
 def redacted_result(result: CheckResult) -> dict[str, Any]:
-    """The JSON form of ``result`` after redaction (what ``--json`` prints and the report shows)."""
-    return redact(result.to_dict())
+    """The JSON form of ``result`` after redaction (what ``--json`` prints and the report shows).
+
+    Besides the structured redaction, every replaced value is removed from the free text (a
+    verdict's detail quotes the body it judged, e.g. ``{'data': {'secret': ...}}``)."""
+    data = result.to_dict()
+    redacted = redact(data)
+    replaced: dict[str, str] = {}
+    _replaced_values(data, redacted, replaced)
+    for url in (result.url, result.via):  # a password in the URL's userinfo (httpx sends it as Basic auth)
+        password = urlsplit(url).password if url else None
+        if password:
+            replaced.update({password: REDACTED, unquote(password): REDACTED})
+    pairs = sorted(((old, new) for old, new in replaced.items() if len(old) >= _MIN_SCRUBBED), key=lambda p: -len(p[0]))
+    return _scrub(redacted, pairs) if pairs else redacted
+
+
+def _spellings(value: Any) -> list[str]:
+    """How a replaced value can appear in text: as is, as Python and as JSON quote it."""
+    if isinstance(value, str):
+        return [value, repr(value)[1:-1], json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]]
+    return [repr(value), json.dumps(value, ensure_ascii=False, default=str)]
+
+
+def _replaced_values(original: Any, redacted: Any, out: dict[str, str]) -> None:
+    """Walk ``original`` beside ``redact(original)``: each text that redaction changed -> its replacement."""
+    if isinstance(original, dict) and isinstance(redacted, dict):
+        for key, value in original.items():
+            if key in redacted:
+                _replaced_values(value, redacted[key], out)
+    elif isinstance(original, (list, tuple)) and isinstance(redacted, list) and len(original) == len(redacted):
+        for old, new in zip(original, redacted, strict=True):
+            _replaced_values(old, new, out)
+    elif redacted == REDACTED and original != REDACTED and original is not None and not isinstance(original, bool):
+        # (null, true and false under a secret key hide nothing: scrubbing them would blank ordinary prose)
+        out.update(dict.fromkeys(_spellings(original), REDACTED))
+    elif isinstance(original, str) and isinstance(redacted, str) and original != redacted:
+        out[original] = redacted  # a URL whose secret query parameters were replaced
+
+
+def _scrub(value: Any, pairs: list[tuple[str, str]]) -> Any:
+    if isinstance(value, str):
+        for old, new in pairs:
+            if old in value:
+                value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {key: _scrub(item, pairs) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item, pairs) for item in value]
+    return value
 
 
 def _e(value: Any) -> str:

@@ -1,0 +1,175 @@
+"""The live proxy as a reverse proxy: what it forwards each way, and its limits (real loopback hops)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from mcplab.live import capture_client, send, serve_proxy
+from mcplab.live import proxy as proxy_module
+from mcplab.live.proxy import EXCHANGE_HEADER, RECORD_PREFIX, ProxyError
+from mcplab.serving import serve_app
+
+ERROR = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad params"}}
+
+
+def _raw_response(body: bytes, status: int, pairs: list[tuple[str, str]]) -> Response:
+    response = Response(body, status_code=status)
+    response.raw_headers = [(k.encode(), v.encode()) for k, v in [*pairs, ("content-length", str(len(body)))]]
+    return response
+
+
+async def _echo(request: Request) -> Response:
+    """The request headers as the origin received them; answered with repeated and hop-by-hop headers."""
+    body = json.dumps({"headers": [[k.decode(), v.decode()] for k, v in request.headers.raw],
+                       "length": len(await request.body())}).encode()
+    return _raw_response(body, 200, [("content-type", "application/json"), ("set-cookie", "a=1; Path=/"),
+                                     ("set-cookie", "b=2; Path=/"), ("connection", "x-private"), ("x-private", "hop"),
+                                     ("keep-alive", "timeout=5"), ("mcp-session-id", "kept")])
+
+
+async def _big(request: Request) -> Response:
+    size = int(request.path_params["size"])
+    return _raw_response(b'{"jsonrpc":"2.0","id":1,"result":{"x":"' + b"a" * size + b'"}}', 200,
+                         [("content-type", "application/json")])
+
+
+async def _gzip_error(request: Request) -> Response:
+    return _raw_response(gzip.compress(json.dumps(ERROR).encode()), 400,
+                         [("content-type", "application/json"), ("content-encoding", "gzip")])
+
+
+async def _broken(request: Request) -> Response:
+    """Starts an answer and breaks off mid-body (uvicorn cuts the connection)."""
+    async def body():
+        yield b'{"jsonrpc":'
+        raise RuntimeError("the origin breaks off on purpose")
+    return StreamingResponse(body(), media_type="application/json")
+
+
+ORIGIN_STREAM_CLOSED = threading.Event()
+
+
+async def _endless(request: Request) -> Response:
+    """An event stream that never ends; notes when its consumer (the proxy) goes away."""
+    async def body():
+        import anyio
+        try:
+            while True:
+                yield b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n'
+                await anyio.sleep(0.02)
+        finally:
+            ORIGIN_STREAM_CLOSED.set()
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+ORIGIN = Starlette(routes=[Route("/endless", _endless, methods=["POST"]), Route("/echo", _echo, methods=["POST"]), Route("/big/{size}", _big, methods=["POST"]),
+                           Route("/gzip", _gzip_error, methods=["POST"]), Route("/broken", _broken, methods=["POST"])])
+
+
+@pytest.fixture(scope="module")
+def origin():
+    with serve_app(ORIGIN, port=0, name="proxy test origin") as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+def _post(url: str, headers=(), content=b"{}") -> httpx.Response:
+    with capture_client() as client:  # sends no Accept/Accept-Encoding of its own
+        return client.post(url, headers=list(headers), content=content)
+
+
+def test_request_headers_reach_the_origin_and_hop_by_hop_ones_stay_on_their_hop(origin):
+    sent = [("Mcp-Method", "tools/call"), ("MCP-Protocol-Version", "2026-07-28"), ("Authorization", "Bearer for-origin"),
+            ("Proxy-Authorization", "Basic for-the-proxy"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "private"),
+            ("TE", "trailers"), ("Content-Type", "application/json")]
+    with serve_proxy(origin + "/echo") as proxy:
+        answer = _post(proxy.url, sent)
+    received = {k.lower(): v for k, v in answer.json()["headers"]}
+    assert received["mcp-method"] == "tools/call" and received["mcp-protocol-version"] == "2026-07-28"
+    assert received["authorization"] == "Bearer for-origin" and received["content-type"] == "application/json"
+    for name in ("proxy-authorization", "x-hop", "te"):
+        assert name not in received, name
+    # nothing the client did not send: httpx's default Accept / Accept-Encoding / User-Agent are not added
+    assert received.get("accept-encoding") is None and received.get("accept") is None
+    assert received["user-agent"] == "mcplab-live"
+
+
+def test_response_headers_keep_repeated_lines_and_drop_hop_by_hop_ones(origin):
+    with serve_proxy(origin + "/echo") as proxy:
+        answer = _post(proxy.url)
+    assert answer.headers.get_list("set-cookie") == ["a=1; Path=/", "b=2; Path=/"]
+    assert "x-private" not in answer.headers and "keep-alive" not in answer.headers
+    assert answer.headers["mcp-session-id"] == "kept" and answer.headers["content-length"] == str(len(answer.content))
+    assert answer.headers[EXCHANGE_HEADER] == "1"
+
+
+@pytest.mark.parametrize("mode", ["faithful", "buffer-sse", "collapse-errors", "rewrite-body"])
+def test_a_compressed_body_passes_every_mode_as_the_origin_encoded_it(origin, mode):
+    with serve_proxy(origin + "/gzip", mode) as proxy:
+        answer = _post(proxy.url)
+    assert answer.headers["content-encoding"] == "gzip" and answer.json() == ERROR
+
+
+def test_a_large_body_crosses_byte_for_byte_and_is_recorded(origin):
+    size = 8 * 1024 * 1024
+    with serve_proxy(origin + f"/big/{size}") as proxy, capture_client() as client:
+        direct = client.post(origin + f"/big/{size}", content=b"{}")
+        answer = client.post(proxy.url, content=b"{}")
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
+    assert len(direct.content) > size and answer.content == direct.content
+    assert answer.headers["content-length"] == direct.headers["content-length"]
+    assert recorded["origin"]["body"]["text"].encode() == direct.content and recorded["complete"] is True
+
+
+def test_records_are_bounded_by_body_bytes_keeping_the_newest(origin, monkeypatch):
+    monkeypatch.setattr(proxy_module, "_KEEP_BYTES", 3000)
+    with serve_proxy(origin + "/big/1000") as proxy, capture_client() as client:
+        numbers = [_post(proxy.url).headers[EXCHANGE_HEADER] for _ in range(4)]
+        found = [client.get(proxy.base_url + RECORD_PREFIX + n).status_code for n in numbers]
+    assert found[-1] == 200 and found[0] == 404 and found.count(200) <= 3
+
+
+def test_an_upstream_that_is_down_is_a_502_not_a_hang():
+    with serve_app(Starlette(), port=0) as port:
+        pass  # the port is free again: nothing listens there
+    with serve_proxy(f"http://127.0.0.1:{port}/mcp") as proxy:
+        answer = _post(proxy.url)
+    assert answer.status_code == 502 and answer.text.startswith("upstream unreachable")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1", "example.org"])
+def test_the_proxy_listens_on_loopback_only(host):
+    with pytest.raises(ProxyError, match="loopback only"):
+        with serve_proxy("http://127.0.0.1:9/mcp", host=host):
+            pass
+
+
+@pytest.mark.parametrize("mode", ["faithful", "buffer-sse"])
+def test_an_answer_the_origin_breaks_off_never_looks_complete(origin, mode):
+    with serve_proxy(origin + "/broken", mode) as proxy, capture_client() as client:
+        cap = send(client, proxy.url, [], b"{}")
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + "1").json()
+    if mode == "faithful":  # streamed on: the client's connection is cut as the origin's was
+        assert cap.status == 200 and cap.failure == "connection_closed" and cap.body == b'{"jsonrpc":'
+    else:  # held back: the proxy knows before it answers, so it answers 502
+        assert cap.status == 502 and cap.failure is None and b"broke off" in cap.body
+    assert recorded["failure"].split(":")[0] in ("RemoteProtocolError", "ReadError") and recorded["complete"] is True
+
+
+def test_a_client_that_goes_away_closes_the_origins_stream_too(origin):
+    ORIGIN_STREAM_CLOSED.clear()
+    with serve_proxy(origin + "/endless") as proxy, capture_client() as client:
+        with client.stream("POST", proxy.url, content=b"{}") as answer:
+            assert next(answer.iter_bytes()).startswith(b"data: ")
+        # the client hung up: the proxy must hang up on the origin (bounded wait, no fixed sleep)
+        assert ORIGIN_STREAM_CLOSED.wait(timeout=5.0)
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
+    assert recorded["complete"] is True and recorded["origin"]["body"]["text"].startswith("data: ")
