@@ -104,6 +104,10 @@ class DescriptorProfile:
         """Authoritative state read just before an execution, when the proof needs a 'before'."""
         return None
 
+    def recheck(self, api: StockroomAPI, name: str, arguments: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any] | None:
+        """The postcondition read again for a call an earlier run made (``earlier``: its proof), or None: no reader here."""
+        return None
+
     def proof(self, api: StockroomAPI, name: str, arguments: dict[str, Any], policy: dict[str, Any], outcome: ToolOutcome,
               before: dict[str, Any] | None, observe: Any) -> dict[str, Any]:
         if outcome.kind == "complete" and not outcome.is_error and policy["effect_class"] == "read":
@@ -243,6 +247,18 @@ class StockroomProfile(DescriptorProfile):
             return {"kind": "draft", "read_via": "drafts observation", "draft_id": draft_id,
                     "draft_status": draft and draft.get("status"), "proven": bool(draft and draft.get("status") == "open")}
         return super().proof(api, name, arguments, policy, outcome, before, observe)
+
+    def recheck(self, api: StockroomAPI, name: str, arguments: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any] | None:
+        expected = earlier.get("expected")
+        if name != "commit_reorder" or not isinstance(expected, dict) or not isinstance(earlier.get("skus"), list):
+            return super().recheck(api, name, arguments, earlier)
+        stock = api.read_stock()
+        after = {item["sku"]: item["on_order"] for item in stock.get("items", [])}
+        observed = [after.get(sku) for sku in earlier["skus"]]
+        version = stock.get("ledger_version")
+        return {"kind": "ledger", "read_via": "read_stock", "rechecked": True, "ledger_version": version, "skus": earlier["skus"],
+                "on_order": observed, "expected": expected,
+                "proven": is_json_integer(version) and version == expected.get("ledger_version") and observed == expected.get("on_order")}
 
     @staticmethod
     def _ledger_proof(api: StockroomAPI, arguments: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:

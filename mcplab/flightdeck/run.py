@@ -71,11 +71,33 @@ def _prior(plan: dict[str, Any], resume: Any) -> dict[int, dict[str, Any]]:
         raise FlightDeckError(f"resume: expected a run record (kind {RUN_KIND!r}) from an earlier run_plan")
     if resume.get("plan_digest") != plan["plan_digest"]:
         raise FlightDeckError("resume: this run record belongs to a different plan (plan_digest differs)")
-    return {rec["index"]: rec for rec in resume["steps"] if isinstance(rec, dict) and isinstance(rec.get("index"), int)}
+    return {rec["index"]: rec for rec in resume["steps"] if isinstance(rec, dict) and isinstance(rec.get("index"), int)
+            and not isinstance(rec.get("index"), bool)}
 
 
 def _proven(record: dict[str, Any] | None) -> bool:
-    return bool(record and record.get("status") in ("proven", "proven_earlier") and (record.get("proof") or {}).get("proven"))
+    proof = (record or {}).get("proof")
+    return bool(record and record.get("status") in ("proven", "proven_earlier") and isinstance(proof, dict) and proof.get("proven") is True)
+
+
+def _invoked_unproven(step: dict[str, Any], earlier: dict[str, Any] | None) -> bool:
+    """A step an earlier run invoked whose effect was not proven, and that is not known to be safe to repeat."""
+    return bool(earlier and earlier.get("invoked") is True and earlier.get("stop_reason") == "postcondition_unproven"
+                and step.get("replay_class") != "safe_to_repeat")
+
+
+def _recheck_step(connection: Connection, step: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """Resume of an invoked, unproven, not-repeatable step: read its postcondition again; never call it twice."""
+    record: dict[str, Any] = {"index": step["index"], "tool": step["tool"], "status": "stopped", "invoked": False,
+                              "invoked_earlier": True}
+    profile = build_catalog(connection.discover()).profile
+    earlier_proof = earlier.get("proof") if isinstance(earlier.get("proof"), dict) else {}
+    proof = profile.recheck(connection.api, step["tool"], step["arguments"], earlier_proof)
+    if proof is not None and proof.get("proven"):
+        return {**record, "status": "proven", "proof": proof}
+    return {**record, "stop_reason": "postcondition_unproven", "proof": proof,
+            "why": "invoked by an earlier run and not safe to repeat, so not invoked again; its effect is still unproven: "
+                   "check it at the server, then compile a new plan"}
 
 
 def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = None, resume: Any = None) -> dict[str, Any]:
@@ -91,7 +113,9 @@ def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = N
         elif stopped is not None:
             records.append({"index": step["index"], "tool": step["tool"], "status": "not_reached"})
         else:
-            record = _run_step(connection, plan, step, approver)
+            earlier = prior.get(step["index"])
+            record = (_recheck_step(connection, step, earlier) if earlier is not None and _invoked_unproven(step, earlier)
+                      else _run_step(connection, plan, step, approver))
             records.append(record)
             if record["status"] != "proven":
                 stopped = record
@@ -146,7 +170,7 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
     if outcome.asks_approval:
         return stop("approval_missing")
     if outcome.kind == "error":
-        return stop("refused", error=outcome.error)
+        return stop("refused", error=redact(outcome.error))
     record["proof"] = profile.proof(api, name, arguments, policy, outcome, before, connection.observe_target)
     if any(a["answer"] != "accept" for a in approvals):
         return stop("approval_declined")

@@ -315,3 +315,15 @@ def test_outputs_show_the_url_without_its_secrets():
     assert shown_url("http://ann:hunter2@127.0.0.1:8765/mcp?token=abc&x=1") == \
         "http://ann:[REDACTED]@127.0.0.1:8765/mcp?token=%5BREDACTED%5D&x=1"
     assert shown_url("http://127.0.0.1:8765/mcp") == "http://127.0.0.1:8765/mcp"
+
+
+def test_resume_never_repeats_an_invoked_call_whose_effect_is_unproven():
+    with serve_generic() as (url, calls), FlightDeck.connect(url) as deck:
+        plan = deck.compile_invocation_plan([{"tool": "echo", "arguments": {"text": "hi"}}, {"tool": "launch", "arguments": {"count": 1}}])
+        first = deck.run_plan(plan)
+        assert first["stop_reason"] == "postcondition_unproven" and calls == ["echo", "launch"]
+        second = deck.run_plan(plan, resume=first)
+        step = second["steps"][1]
+        assert second["stop_reason"] == "postcondition_unproven" and step["invoked"] is False and step["invoked_earlier"]
+        assert "not invoked again" in step["why"]
+        assert calls == ["echo", "launch"]  # launch (not known to be safe to repeat) ran once
