@@ -327,3 +327,16 @@ def test_resume_never_repeats_an_invoked_call_whose_effect_is_unproven():
         assert second["stop_reason"] == "postcondition_unproven" and step["invoked"] is False and step["invoked_earlier"]
         assert "not invoked again" in step["why"]
         assert calls == ["echo", "launch"]  # launch (not known to be safe to repeat) ran once
+
+
+def test_a_pattern_that_backtracks_exponentially_is_listed_not_run():
+    from mcplab.flightdeck.validation import risky_pattern
+
+    evil = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}}
+    result = check_arguments(evil, {"a": "a" * 30 + "!"})  # re.search would run for minutes on this
+    assert result["unchecked_patterns"] == ["^(a+)+$"] and result["checked"] and result["blockers"] == []
+    assert [b["code"] for b in check_arguments({"type": "object", "patternProperties": {"(x|xy)*$": {}}}, {"x": 1})["blockers"]] == [
+        "descriptor_schema_unusable"]
+    assert [risky_pattern(p) for p in ("(ab|a)*c", r"(a)\1", "^DR-[0-9]{4}$", "^[a-z]+-[0-9]+$")] == [True, True, False, False]
+    safe = check_arguments({"type": "object", "properties": {"d": {"type": "string", "pattern": "^DR-[0-9]{4}$"}}}, {"d": "DR-12"})
+    assert safe["valid"] is False and "unchecked_patterns" not in safe  # ordinary patterns are still checked
