@@ -18,7 +18,7 @@ from ..redaction import REDACTED, redact
 from .connection import Discovery
 from .profiles import DescriptorProfile, digest_of, profile_for
 
-__all__ = ["EffectiveCatalog", "build_catalog", "shown_url", "MAX_QUERY_CHARS"]
+__all__ = ["EffectiveCatalog", "build_catalog", "shown_url", "without_url_secrets", "MAX_QUERY_CHARS"]
 
 MAX_QUERY_CHARS = 200
 
@@ -68,11 +68,22 @@ class EffectiveCatalog:
 
 def shown_url(url: str) -> str:
     """``url`` as outputs show it: a password in the userinfo and secret query values redacted."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL at all (an unclosed IPv6 bracket): shown only when it cannot hold a secret
+        return url if "@" not in url and "?" not in url else REDACTED
     if parts.password is not None:
         host = parts.netloc.rsplit("@", 1)[1]
         parts = parts._replace(netloc=f"{parts.username}:{REDACTED}@{host}")
     return str(redact(urlunsplit(parts)))
+
+
+def without_url_secrets(text: str, url: str) -> str:
+    """``text`` (an error message) with ``url`` and the base its admin routes hang off shown as :func:`shown_url` shows them."""
+    for raw in (url, url.rsplit("/mcp", 1)[0]):
+        if raw:
+            text = text.replace(raw, shown_url(raw))
+    return text
 
 
 def build_catalog(discovery: Discovery) -> EffectiveCatalog:

@@ -18,7 +18,7 @@ from typing import Any
 from ..redaction import redact
 from ..stockroom.client import StockroomConnectionError
 from ..stockroom.rules import ApprovalError
-from .catalog import build_catalog
+from .catalog import build_catalog, without_url_secrets
 from .connection import Connection, FlightDeckError
 from .plan import check_plan
 from .validation import once, validate_call
@@ -164,7 +164,7 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
         try:
             outcome = api.answer(outcome, action)
         except (StockroomConnectionError, ApprovalError) as exc:  # the out-of-band route is off or refused the answer
-            return stop("approval_missing", approvals=approvals, error={"message": str(exc)[:300]})
+            return stop("approval_missing", approvals=approvals, error={"message": without_url_secrets(str(exc), connection.where)[:300]})
     record["approvals"] = approvals
     record["outcome"] = _summary(outcome)
     if outcome.asks_approval:

@@ -226,7 +226,10 @@ def preview_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catalo
     effects = None
     if result["in_effective_catalog"] and not any(b["layer"] in ("bounds", "schema") for b in result["blockers"]):
         observation = observe() if catalog.profile.observes_target else None
-        effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observation)
+        try:
+            effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observation)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # arguments the profile's model cannot read
+            effects = {"state_change": UNPROVEN, "why": f"no prediction for these arguments ({type(exc).__name__})"}
     result["preview"] = {"prediction": True, "receipt": False, "effects": effects,
                          "postcondition": catalog.profile.postcondition_plan(result["tool"], result["policy"]),
                          "note": "what the call is expected to affect; only the postcondition read after a real call is proof"}

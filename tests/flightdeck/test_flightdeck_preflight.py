@@ -340,3 +340,21 @@ def test_a_pattern_that_backtracks_exponentially_is_listed_not_run():
     assert [risky_pattern(p) for p in ("(ab|a)*c", r"(a)\1", "^DR-[0-9]{4}$", "^[a-z]+-[0-9]+$")] == [True, True, False, False]
     safe = check_arguments({"type": "object", "properties": {"d": {"type": "string", "pattern": "^DR-[0-9]{4}$"}}}, {"d": "DR-12"})
     assert safe["valid"] is False and "unchecked_patterns" not in safe  # ordinary patterns are still checked
+
+
+def test_odd_observations_and_loose_schemas_leave_the_target_unproven_without_a_crash():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    room.draft_reorder()
+    real_snapshot = room.snapshot
+    room.snapshot = lambda: {"ledger_version": 1, "items": [1, 2]}  # not the stockroom's shapes
+    verdict = deck.preview_tool_call("commit_reorder", RESTOCK)
+    assert verdict["target"]["checked"] is False and verdict["static_request_blocked"] is False
+    assert "ledger_change" not in verdict["preview"]["effects"]
+    room.snapshot = real_snapshot
+    loose = [{**tool, "inputSchema": {"type": "object"}} if tool["name"] == "commit_reorder" else tool for tool in Stockroom.tools()]
+    room.tools = lambda: loose  # a server whose schema lets through what the profile cannot read
+    preview = deck.preview_tool_call("commit_reorder", {"draft_id": "DR-0001"})
+    assert preview["preview"]["effects"]["state_change"] == "unproven"
+    assert "target_unreadable" in codes(preview)
+    assert deck.compile_invocation_plan([{"tool": "commit_reorder", "arguments": {"draft_id": "DR-0001"}}])["blocked_steps"] == [0]
