@@ -16,10 +16,11 @@ from typing import Any
 
 from ..evidence import canonical_json
 from ..jsonvalue import is_json_integer
-from ..stockroom.catalog import ALLOWED_EFFECTS, EFFECT_CLASSES, EFFECT_META_KEY, MAX_ADD_ON_ORDER, restock_lines
+from ..stockroom.catalog import ALLOWED_EFFECTS, EFFECT_CLASSES, EFFECT_META_KEY, MAX_ADD_ON_ORDER, TOOL_NAMES, restock_lines
 from ..stockroom.gate import APPROVAL_TTL_SECONDS, payload_digest
 from ..stockroom.outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
 from ..stockroom.rules import MAX_LINES, TRACE_MAX_BYTES, TRACE_MAX_DEPTH
+from ..stockroom.rules import _argument_problems as _server_argument_problems
 from ..stockroom.rules import _diff as _gate_diff
 from ..stockroom.server import SERVER_NAME
 
@@ -80,6 +81,10 @@ class DescriptorProfile:
         """Static policy for a name discovery did not show: not requestable here, whatever the server would do."""
         return {"effect_class": "unknown", "effect_source": "none", "allow_listed": None, "approval_required": None,
                 "replay_class": "unknown", "target_kind": None, "policy_source": self.authority, "denied": False}
+
+    def argument_problems(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        """Problems the server's published rules find beyond its input schema (none known for a generic server)."""
+        return []
 
     # targets, effects, limits, proof --------------------------------------------------------------
     def target_check(self, name: str, arguments: dict[str, Any], observation: dict[str, Any] | None) -> dict[str, Any]:
@@ -152,6 +157,9 @@ class StockroomProfile(DescriptorProfile):
         return {"max_lines_per_commit": MAX_LINES, "max_add_on_order": MAX_ADD_ON_ORDER,
                 "approval_ttl_seconds": APPROVAL_TTL_SECONDS, "trace_argument_max_depth": TRACE_MAX_DEPTH,
                 "trace_argument_max_bytes": TRACE_MAX_BYTES}
+
+    def argument_problems(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        return _server_argument_problems(name, arguments) if name in TOOL_NAMES else []
 
     # the target: a draft at a ledger version ------------------------------------------------------
     def target_check(self, name: str, arguments: dict[str, Any], observation: dict[str, Any] | None) -> dict[str, Any]:

@@ -195,6 +195,11 @@ def validate_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catal
         bounds, size = bounds_blockers(arguments)
         schema = {"checked": False, "valid": None, "errors": [], "blockers": bounds, "bytes": size}
     blockers.extend(schema.pop("blockers"))
+    if descriptor is not None and schema["valid"]:
+        # a known server may be stricter than its schema (the stockroom takes 1, not 1.0, for an integer)
+        for problem in catalog.profile.argument_problems(name, arguments):
+            blockers.append(_blocker("invalid_arguments", "schema", f"the server's own rules: {problem}"))
+            schema["valid"] = False
     bounded = not any(b["layer"] == "bounds" for b in blockers)
     target = {"target_scoped": bool(policy.get("target_kind")), "checked": False, "ready": None, "blockers": [], "identity": None}
     if descriptor is not None and schema["valid"]:

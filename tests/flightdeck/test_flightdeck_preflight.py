@@ -355,6 +355,17 @@ def test_odd_observations_and_loose_schemas_leave_the_target_unproven_without_a_
     loose = [{**tool, "inputSchema": {"type": "object"}} if tool["name"] == "commit_reorder" else tool for tool in Stockroom.tools()]
     room.tools = lambda: loose  # a server whose schema lets through what the profile cannot read
     preview = deck.preview_tool_call("commit_reorder", {"draft_id": "DR-0001"})
-    assert preview["preview"]["effects"]["state_change"] == "unproven"
-    assert "target_unreadable" in codes(preview)
+    assert preview["static_request_blocked"] and "invalid_arguments" in codes(preview)  # the server's own rules still hold
+    assert preview["preview"]["effects"] is None
     assert deck.compile_invocation_plan([{"tool": "commit_reorder", "arguments": {"draft_id": "DR-0001"}}])["blocked_steps"] == [0]
+
+
+def test_the_stockroom_rules_stricter_than_its_schema_are_checked(server, deck):
+    deck.connection.api.draft_reorder()
+    before = trace_length(server)
+    verdict = deck.validate_tool_call("commit_reorder", {**RESTOCK, "ledger_version": 1.0})  # JSON Schema calls 1.0 an integer
+    assert verdict["static_request_blocked"] and codes(verdict) == ["invalid_arguments"]
+    assert "ledger_version must be an integer" in verdict["blockers"][0]["message"] and verdict["schema"]["valid"] is False
+    outcome = deck.connection.api.call_tool("commit_reorder", {**RESTOCK, "ledger_version": 1.0})
+    assert outcome.kind == "error"  # the server refuses it too, which the preflight now predicts
+    assert trace_length(server) == before + 1
