@@ -66,6 +66,9 @@ def test_search_limits_and_authority(server, capsys):
     assert code == 0 and json.loads(out)["reserves_capacity"] is False
     code, out, _ = run(capsys, "--url", server.url, "authority", "commit_reorder", "--args", json.dumps(RESTOCK))
     assert code == 0 and json.loads(out)["target_readiness"]["status"] == "ready"
+    code, out, _ = run(capsys, "--url", server.url, "authority", "commit_reorder", "--args", '{"draft_id": 1}')
+    readiness = json.loads(out)["target_readiness"]
+    assert readiness["status"] == "unproven" and readiness["why"].startswith("the arguments do not pass validation")
 
 
 def test_plan_file(server, capsys, tmp_path):
@@ -104,7 +107,10 @@ def test_bad_plan_content_and_unreachable_url_are_exit_2(server, capsys, tmp_pat
     assert code == 2 and str(path) in err and err.count("\n") == 1
     path.write_text(json.dumps([{"arguments": {}}]))
     code, _, err = run(capsys, "--url", server.url, "plan", str(path))
-    assert code == 2 and "calls[0]" in err
+    assert code == 2 and f"{path}: calls[0]" in err
+    path.write_text(json.dumps([{"tool": "read_stock"}] * 21))  # named before any connection is tried
+    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "plan", str(path))
+    assert code == 2 and err.count("\n") == 1 and f"{path}: calls: 21 calls" in err
     code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "inspect-server")
     assert code == 2 and err.count("\n") == 1 and "Connect" in err
     code, _, err = run(capsys, "--url", "ftp://example", "inspect-server")
