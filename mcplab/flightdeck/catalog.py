@@ -2,9 +2,9 @@
 
 Design: nothing is added to what ``tools/list`` showed this caller, so search and inspection can
 never invent a tool. ``catalog_identity`` is ``sha256:`` over the canonical JSON of the era, the
-effective descriptors (sorted by name, byte-for-byte as received), the policy identity and each
-tool's derived policy: any change in any of them gives a new identity, which later validation and
-plans carry as their precondition.
+effective descriptors (sorted by name, byte-for-byte as received), any listed descriptor that is not
+effective (a second copy of a name, a nameless one), the policy identity and each tool's derived
+policy: any change in any of them gives a new identity, which validation and plans carry as their precondition.
 """
 
 from __future__ import annotations
@@ -91,16 +91,18 @@ def build_catalog(discovery: Discovery) -> EffectiveCatalog:
     profile = profile_for(discovery.server_info)
     tools: dict[str, dict[str, Any]] = {}
     duplicates = []
+    ignored = []  # listed but not effective (a second copy of a name, or no name): still part of the identity
     for tool in discovery.tools:
         name = tool.get("name")
-        if not isinstance(name, str):
-            continue
-        if name in tools:
-            duplicates.append(name)
+        if not isinstance(name, str) or name in tools:
+            ignored.append(tool)
+            if isinstance(name, str):
+                duplicates.append(name)
             continue
         tools[name] = tool
     tools = dict(sorted(tools.items()))
     policies = {name: profile.tool_policy(tool) for name, tool in tools.items()}
-    identity = digest_of({"era": discovery.era, "tools": list(tools.values()), "policy": profile.identity(), "tool_policies": policies})
+    identity = digest_of({"era": discovery.era, "tools": list(tools.values()), "policy": profile.identity(), "tool_policies": policies,
+                          **({"ignored": ignored} if ignored else {})})
     return EffectiveCatalog(discovery=discovery, profile=profile, tools=tools, policies=policies, identity=identity,
                             duplicates=duplicates)

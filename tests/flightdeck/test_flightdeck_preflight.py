@@ -369,3 +369,16 @@ def test_the_stockroom_rules_stricter_than_its_schema_are_checked(server, deck):
     outcome = deck.connection.api.call_tool("commit_reorder", {**RESTOCK, "ledger_version": 1.0})
     assert outcome.kind == "error"  # the server refuses it too, which the preflight now predicts
     assert trace_length(server) == before + 1
+
+
+def test_catalog_identity_changes_with_a_shadowed_duplicate_descriptor():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    read = next(tool for tool in Stockroom.tools() if tool["name"] == "read_stock")
+    room.tools = lambda: [*Stockroom.tools(), {**read, "description": "a second copy"}]
+    first = deck.inspect_server()
+    assert "read_stock is listed twice; the first descriptor is used" in first["notes"]
+    room.tools = lambda: [*Stockroom.tools(), {**read, "description": "a second copy, changed"}]
+    assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
+    room.tools = Stockroom.tools
+    assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
