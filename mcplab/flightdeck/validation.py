@@ -26,6 +26,7 @@ from jsonschema_specifications import REGISTRY as _METASCHEMAS
 
 from ..errors import EvidenceError
 from ..evidence import canonical_json
+from ..redaction import REDACTED, is_secret_key
 from ..stockroom.rules import _depth_exceeds
 from .catalog import EffectiveCatalog
 from .profiles import UNPROVEN, digest_of
@@ -53,6 +54,13 @@ def _blocker(code: str, layer: str, message: str) -> dict[str, Any]:
 
 def _path(error: Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+
+
+def _message(error: Any) -> str:
+    """The error's message, unless the value sits under a secret-named key: its messages quote the value."""
+    if any(isinstance(part, str) and is_secret_key(part) for part in error.absolute_path):
+        return f"{REDACTED} fails the schema's {error.validator!r} keyword"
+    return error.message[:_MAX_MESSAGE]
 
 
 def bounds_blockers(arguments: Any) -> tuple[list[dict[str, Any]], int | None]:
@@ -166,7 +174,7 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
         return out
     out["checked"] = True
     out["valid"] = not errors
-    out["errors"] = [{"path": _path(e), "message": e.message[:_MAX_MESSAGE]} for e in errors]
+    out["errors"] = [{"path": _path(e), "message": _message(e)} for e in errors]
     if errors:
         out["blockers"].append(_blocker("invalid_arguments", "schema", f"{out['errors'][0]['path']}: {out['errors'][0]['message']}"))
     return out

@@ -382,3 +382,11 @@ def test_catalog_identity_changes_with_a_shadowed_duplicate_descriptor():
     assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
     room.tools = Stockroom.tools
     assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
+
+
+def test_schema_errors_never_quote_a_value_under_a_secret_named_key():
+    schema = {"type": "object", "properties": {"api_key": {"type": "string", "maxLength": 4}, "name": {"type": "string", "maxLength": 2}}}
+    result = check_arguments(schema, {"api_key": "sk-live-hunter2", "name": "long"})
+    assert "hunter2" not in json.dumps(result)
+    assert [e["path"] for e in result["errors"]] == ["$.api_key", "$.name"]
+    assert "[REDACTED]" in result["errors"][0]["message"] and "'long' is too long" in result["errors"][1]["message"]
