@@ -7,7 +7,8 @@ the server's own gate: an approval question is handed to the caller's ``approver
 user answering the elicitation form in 2026-07-28, the person answering out of band in 2025-11-25)
 and Flight Deck never answers one by itself. After the call the profile reads the authoritative
 postcondition (``read_stock`` for ``commit_reorder``) and stores it as the step's ``proof``. A run
-record given back as ``resume`` continues from the first step whose proof is not ``proven``.
+record given back as ``resume`` continues from the first step whose proof is not ``proven``; a step it
+already invoked without proof and that is not safe to repeat is re-read, never called twice.
 """
 
 from __future__ import annotations
