@@ -81,17 +81,16 @@ def _proven(record: dict[str, Any] | None) -> bool:
     return bool(record and record.get("status") in ("proven", "proven_earlier") and isinstance(proof, dict) and proof.get("proven") is True)
 
 
-def _invoked_unproven(step: dict[str, Any], earlier: dict[str, Any] | None) -> bool:
-    """A step an earlier run invoked whose effect was not proven, and that is not known to be safe to repeat."""
+def _invoked_unproven(earlier: dict[str, Any] | None, replay_class: Any) -> bool:
+    """An earlier run invoked the step and its effect was not proven, and the current policy does not call it safe to repeat."""
     return bool(earlier and earlier.get("invoked") is True and earlier.get("stop_reason") == "postcondition_unproven"
-                and step.get("replay_class") != "safe_to_repeat")
+                and replay_class != "safe_to_repeat")
 
 
-def _recheck_step(connection: Connection, step: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+def _recheck_step(connection: Connection, profile: Any, step: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
     """Resume of an invoked, unproven, not-repeatable step: read its postcondition again; never call it twice."""
     record: dict[str, Any] = {"index": step["index"], "tool": step["tool"], "status": "stopped", "invoked": False,
                               "invoked_earlier": True}
-    profile = build_catalog(connection.discover()).profile
     earlier_proof = earlier.get("proof") if isinstance(earlier.get("proof"), dict) else {}
     proof = profile.recheck(connection.api, step["tool"], step["arguments"], earlier_proof)
     if proof is not None and proof.get("proven"):
@@ -114,9 +113,7 @@ def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = N
         elif stopped is not None:
             records.append({"index": step["index"], "tool": step["tool"], "status": "not_reached"})
         else:
-            earlier = prior.get(step["index"])
-            record = (_recheck_step(connection, step, earlier) if earlier is not None and _invoked_unproven(step, earlier)
-                      else _run_step(connection, plan, step, approver))
+            record = _run_step(connection, plan, step, approver, prior.get(step["index"]))
             records.append(record)
             if record["status"] != "proven":
                 stopped = record
@@ -128,7 +125,8 @@ def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = N
             "execution_started": any(r.get("invoked") for r in records), "execution_authorized_by": "each step's own server policy"}
 
 
-def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any], approver: Approver | None) -> dict[str, Any]:
+def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any], approver: Approver | None,
+              earlier: dict[str, Any] | None) -> dict[str, Any]:
     record: dict[str, Any] = {"index": step["index"], "tool": step["tool"], "status": "stopped", "invoked": False}
 
     def stop(reason: str, **detail: Any) -> dict[str, Any]:
@@ -137,6 +135,8 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
     catalog = build_catalog(connection.discover())
     if catalog.identity != plan["catalog_identity"]:
         return stop("catalog_changed", expected=plan["catalog_identity"], current=catalog.identity)
+    if earlier is not None and _invoked_unproven(earlier, catalog.policy_of(step["tool"])["replay_class"]):
+        return _recheck_step(connection, catalog.profile, step, earlier)
     if step["static_request_blocked"]:
         return stop("step_blocked", blockers=step["blockers"])
     name, arguments = step["tool"], step["arguments"]

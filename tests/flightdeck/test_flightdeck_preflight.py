@@ -327,6 +327,14 @@ def test_resume_never_repeats_an_invoked_call_whose_effect_is_unproven():
         assert second["stop_reason"] == "postcondition_unproven" and step["invoked"] is False and step["invoked_earlier"]
         assert "not invoked again" in step["why"]
         assert calls == ["echo", "launch"]  # launch (not known to be safe to repeat) ran once
+        from mcplab.flightdeck.profiles import digest_of
+
+        body = {k: v for k, v in plan.items() if k != "plan_digest"}
+        body["steps"] = [body["steps"][0], {**body["steps"][1], "replay_class": "safe_to_repeat"}]  # a hand edit
+        edited = {**body, "plan_digest": digest_of(body)}
+        third = deck.run_plan(edited)
+        assert deck.run_plan(edited, resume=third)["steps"][1]["invoked"] is False  # the server's policy decides, not the file
+        assert calls.count("launch") == 2
 
 
 def test_a_pattern_that_backtracks_exponentially_is_listed_not_run():
