@@ -32,8 +32,10 @@ def authority_layers(catalog: EffectiveCatalog, name: str, validation: dict[str,
         readiness = {"target_scoped": False, "proven": None, "status": "not target-scoped" if known else UNPROVEN,
                      "source": catalog.profile.authority}
     elif not target.get("checked"):
-        readiness = {"target_scoped": True, "kind": policy["target_kind"], "proven": False, "status": UNPROVEN,
-                     "why": target.get("why") or "give arguments (the exact target) to check it"}
+        unreadable = [b["message"] for b in (validation or {}).get("blockers", []) if b["layer"] in ("bounds", "schema")]
+        why = (f"the arguments do not pass validation, so the target was not read: {unreadable[0]}" if unreadable
+               else target.get("why") or "give arguments (the exact target) to check it")
+        readiness = {"target_scoped": True, "kind": policy["target_kind"], "proven": False, "status": UNPROVEN, "why": why}
     else:
         readiness = {"target_scoped": True, "kind": policy["target_kind"], "proven": bool(target["ready"]),
                      "status": "ready" if target["ready"] else "blocked", "identity": target["identity"],

@@ -2,9 +2,9 @@
 
 Design: nothing is added to what ``tools/list`` showed this caller, so search and inspection can
 never invent a tool. ``catalog_identity`` is ``sha256:`` over the canonical JSON of the era, the
-effective descriptors (sorted by name, byte-for-byte as received), the policy identity and each
-tool's derived policy: any change in any of them gives a new identity, which later validation and
-plans carry as their precondition.
+effective descriptors (sorted by name, byte-for-byte as received), any listed descriptor that is not
+effective (a second copy of a name, a nameless one), the policy identity and each tool's derived
+policy: any change in any of them gives a new identity, which validation and plans carry as their precondition.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..redaction import REDACTED, redact
 from .connection import Discovery
 from .profiles import DescriptorProfile, digest_of, profile_for
 
-__all__ = ["EffectiveCatalog", "build_catalog", "shown_url", "MAX_QUERY_CHARS"]
+__all__ = ["EffectiveCatalog", "build_catalog", "shown_url", "without_url_secrets", "MAX_QUERY_CHARS"]
 
 MAX_QUERY_CHARS = 200
 
@@ -68,11 +68,22 @@ class EffectiveCatalog:
 
 def shown_url(url: str) -> str:
     """``url`` as outputs show it: a password in the userinfo and secret query values redacted."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL at all (an unclosed IPv6 bracket): shown only when it cannot hold a secret
+        return url if "@" not in url and "?" not in url else REDACTED
     if parts.password is not None:
         host = parts.netloc.rsplit("@", 1)[1]
         parts = parts._replace(netloc=f"{parts.username}:{REDACTED}@{host}")
     return str(redact(urlunsplit(parts)))
+
+
+def without_url_secrets(text: str, url: str) -> str:
+    """``text`` (an error message) with ``url`` and the base its admin routes hang off shown as :func:`shown_url` shows them."""
+    for raw in (url, url.rsplit("/mcp", 1)[0]):
+        if raw:
+            text = text.replace(raw, shown_url(raw))
+    return text
 
 
 def build_catalog(discovery: Discovery) -> EffectiveCatalog:
@@ -80,16 +91,18 @@ def build_catalog(discovery: Discovery) -> EffectiveCatalog:
     profile = profile_for(discovery.server_info)
     tools: dict[str, dict[str, Any]] = {}
     duplicates = []
+    ignored = []  # listed but not effective (a second copy of a name, or no name): still part of the identity
     for tool in discovery.tools:
         name = tool.get("name")
-        if not isinstance(name, str):
-            continue
-        if name in tools:
-            duplicates.append(name)
+        if not isinstance(name, str) or name in tools:
+            ignored.append(tool)
+            if isinstance(name, str):
+                duplicates.append(name)
             continue
         tools[name] = tool
     tools = dict(sorted(tools.items()))
     policies = {name: profile.tool_policy(tool) for name, tool in tools.items()}
-    identity = digest_of({"era": discovery.era, "tools": list(tools.values()), "policy": profile.identity(), "tool_policies": policies})
+    identity = digest_of({"era": discovery.era, "tools": list(tools.values()), "policy": profile.identity(), "tool_policies": policies,
+                          **({"ignored": ignored} if ignored else {})})
     return EffectiveCatalog(discovery=discovery, profile=profile, tools=tools, policies=policies, identity=identity,
                             duplicates=duplicates)

@@ -50,10 +50,20 @@ def _plan_calls(path: str) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    arguments = _json_object(args.args, "--args") if getattr(args, "args", None) is not None else None
-    calls = _plan_calls(args.file) if args.preflight_action == "plan" else None
-    from .deck import FlightDeck  # the SDK and server imports only when the command runs
+    try:
+        return _answer(args)
+    except MCPLabError as exc:  # one line on stderr (exit 2), without the URL's password or secret query values
+        from .catalog import without_url_secrets
 
+        raise PreflightInputError(without_url_secrets(str(exc), args.url)) from None
+
+
+def _answer(args: argparse.Namespace) -> int:
+    arguments = _json_object(args.args, "--args") if getattr(args, "args", None) is not None else None
+    from .deck import FlightDeck  # the SDK and server imports only when the command runs
+    from .plan import parse_calls
+
+    calls = parse_calls(_plan_calls(args.file), where=f"{args.file}: calls") if args.preflight_action == "plan" else None
     with FlightDeck.connect(args.url, era=args.era, timeout=args.timeout) as deck:
         action = args.preflight_action
         if action == "inspect-server":

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .. import __version__
 from ..errors import MCPLabError
+from ..jsonvalue import is_json_integer
 from ..stockroom.client import StockroomClient, StockroomConnectionError
 from ..stockroom.outcome import StockroomAPI
 from ..stockroom.rules import Stockroom
@@ -49,6 +50,17 @@ class Discovery:
     notes: list[str] = field(default_factory=list)
 
 
+_ITEM_FIELDS = {"sku": str, "name": str, "on_hand": int, "on_order": int, "reorder_point": int, "par": int}
+_DRAFT_FIELDS = {"draft_id": str, "ledger_version": int, "status": str, "lines": list}
+_LINE_FIELDS = {"sku": str, "add_on_order": int}
+
+
+def _shaped(value: Any, fields: dict[str, type]) -> bool:
+    """``value`` is an object whose ``fields`` have these types (``int`` means a JSON integer)."""
+    return isinstance(value, dict) and all(is_json_integer(value.get(key)) if kind is int else isinstance(value.get(key), kind)
+                                           for key, kind in fields.items())
+
+
 class Connection(ABC):
     """One server as Flight Deck sees it; subclasses supply the transport."""
 
@@ -67,9 +79,11 @@ class Connection(ABC):
             drafts = self.api.drafts()
         except (StockroomConnectionError, NotImplementedError):
             return None
-        if not (isinstance(snapshot, dict) and isinstance(snapshot.get("items"), list) and isinstance(drafts, list)):
-            return None
-        return {"ledger_version": snapshot.get("ledger_version"), "items": snapshot["items"], "drafts": drafts}
+        if not (isinstance(snapshot, dict) and is_json_integer(snapshot.get("ledger_version")) and isinstance(snapshot.get("items"), list)
+                and all(_shaped(item, _ITEM_FIELDS) for item in snapshot["items"]) and isinstance(drafts, list)
+                and all(_shaped(draft, _DRAFT_FIELDS) and all(_shaped(line, _LINE_FIELDS) for line in draft["lines"]) for draft in drafts)):
+            return None  # not the stockroom's shapes: target readiness stays unproven
+        return {"ledger_version": snapshot["ledger_version"], "items": snapshot["items"], "drafts": drafts}
 
     def close(self) -> None:  # noqa: B027 - a no-op unless the transport holds something
         """Release the transport (nothing for in-process use)."""
@@ -79,7 +93,10 @@ class HttpConnection(Connection):
     """Any MCP server over Streamable HTTP: ``HttpConnection("http://127.0.0.1:8765/mcp", era="legacy")``."""
 
     def __init__(self, url: str, *, era: str = "modern", timeout: float = 10.0) -> None:
-        parts = urlsplit(url) if isinstance(url, str) else None
+        try:
+            parts = urlsplit(url) if isinstance(url, str) else None
+        except ValueError:  # e.g. an unclosed IPv6 bracket
+            parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise FlightDeckError(f"url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
         self.era = check_era(era)
@@ -97,12 +114,14 @@ class HttpConnection(Connection):
                 response = self.client.request("server/discover")
             except StockroomConnectionError as exc:
                 response = {"error": {"message": str(exc)}}
-            if "result" in response:
+            if isinstance(response.get("result"), dict):
                 result = response["result"]
                 capabilities, instructions = result.get("capabilities"), result.get("instructions")
                 server_info = (result.get("_meta") or {}).get(_META_SERVER_INFO)
             else:
-                notes.append(f"server/discover answered an error: {str(response['error'].get('message'))[:200]}")
+                error = response.get("error")
+                notes.append("server/discover answered " + (f"an error: {str(error.get('message'))[:200]}" if isinstance(error, dict)
+                                                             else "a result that is not an object"))
         tools, list_meta = self._list_tools(notes)
         if self.era == "legacy" and self.client.initialize_result:
             result = self.client.initialize_result
@@ -119,8 +138,13 @@ class HttpConnection(Connection):
         for _page in range(MAX_TOOL_PAGES):
             response = self.client.request("tools/list", {"cursor": cursor} if cursor else None)
             if "error" in response:
-                raise StockroomConnectionError(f"{self.where}: tools/list failed: {str(response['error'].get('message'))[:200]}")
-            result = response["result"]
+                error = response["error"]
+                raise StockroomConnectionError(f"{self.where}: tools/list failed: "
+                                               f"{str(error.get('message') if isinstance(error, dict) else error)[:200]}")
+            result = response.get("result")
+            if not isinstance(result, dict) or not isinstance(result.get("tools", []), list):
+                raise StockroomConnectionError(f"{self.where}: tools/list answered a result that is not "
+                                               "{tools: [...]}: is this an MCP server?")
             meta = meta or result.get("_meta")
             tools.extend(tool for tool in result.get("tools", []) if isinstance(tool, dict))
             cursor = result.get("nextCursor")

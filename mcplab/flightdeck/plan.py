@@ -95,6 +95,27 @@ def check_plan(plan: Any) -> dict[str, Any]:
         raise FlightDeckError(f"plan: not JSON ({exc})") from None
     if digest != plan.get("plan_digest"):
         raise FlightDeckError("plan: plan_digest does not match its content (edited after compiling?); compile it again")
-    if not isinstance(plan.get("steps"), list) or not plan["steps"]:
-        raise FlightDeckError("plan.steps: expected a non-empty list")
+    _check_shape(plan)
     return plan
+
+
+#: What a run reads from each step, with the type it must have (a re-digested, hand-edited plan is refused before any call).
+_STEP_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "tool": str, "arguments": dict, "static_request_blocked": bool, "blockers": list, "validation_fingerprint": str,
+    "target_identity": (dict, type(None))}
+
+
+def _check_shape(plan: dict[str, Any]) -> None:
+    """The fields a run relies on, with their types: every problem is a FlightDeckError naming the field."""
+    for key in ("catalog_identity", "era"):
+        if not isinstance(plan.get(key), str):
+            raise FlightDeckError(f"plan.{key}: expected a string; compile the plan again")
+    steps = plan.get("steps")
+    if not isinstance(steps, list) or not steps or len(steps) > MAX_PLAN_STEPS:
+        raise FlightDeckError(f"plan.steps: expected a list of 1 to {MAX_PLAN_STEPS} steps")
+    for position, step in enumerate(steps):
+        if not isinstance(step, dict) or step.get("index") != position or isinstance(step.get("index"), bool):
+            raise FlightDeckError(f"plan.steps[{position}]: expected a step object with index {position} (steps run in the caller's order)")
+        for key, kind in _STEP_FIELDS.items():
+            if not isinstance(step.get(key), kind):
+                raise FlightDeckError(f"plan.steps[{position}].{key}: missing or of the wrong type; compile the plan again")

@@ -16,10 +16,11 @@ from typing import Any
 
 from ..evidence import canonical_json
 from ..jsonvalue import is_json_integer
-from ..stockroom.catalog import ALLOWED_EFFECTS, EFFECT_CLASSES, EFFECT_META_KEY, MAX_ADD_ON_ORDER, restock_lines
+from ..stockroom.catalog import ALLOWED_EFFECTS, EFFECT_CLASSES, EFFECT_META_KEY, MAX_ADD_ON_ORDER, TOOL_NAMES, restock_lines
 from ..stockroom.gate import APPROVAL_TTL_SECONDS, payload_digest
 from ..stockroom.outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
 from ..stockroom.rules import MAX_LINES, TRACE_MAX_BYTES, TRACE_MAX_DEPTH
+from ..stockroom.rules import _argument_problems as _server_argument_problems
 from ..stockroom.rules import _diff as _gate_diff
 from ..stockroom.server import SERVER_NAME
 
@@ -81,6 +82,10 @@ class DescriptorProfile:
         return {"effect_class": "unknown", "effect_source": "none", "allow_listed": None, "approval_required": None,
                 "replay_class": "unknown", "target_kind": None, "policy_source": self.authority, "denied": False}
 
+    def argument_problems(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        """Problems the server's published rules find beyond its input schema (none known for a generic server)."""
+        return []
+
     # targets, effects, limits, proof --------------------------------------------------------------
     def target_check(self, name: str, arguments: dict[str, Any], observation: dict[str, Any] | None) -> dict[str, Any]:
         return {"target_scoped": False, "checked": False, "ready": None, "blockers": [], "identity": None}
@@ -102,6 +107,10 @@ class DescriptorProfile:
 
     def before_call(self, api: StockroomAPI, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """Authoritative state read just before an execution, when the proof needs a 'before'."""
+        return None
+
+    def recheck(self, api: StockroomAPI, name: str, arguments: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any] | None:
+        """The postcondition read again for a call an earlier run made (``earlier``: its proof), or None: no reader here."""
         return None
 
     def proof(self, api: StockroomAPI, name: str, arguments: dict[str, Any], policy: dict[str, Any], outcome: ToolOutcome,
@@ -148,6 +157,9 @@ class StockroomProfile(DescriptorProfile):
         return {"max_lines_per_commit": MAX_LINES, "max_add_on_order": MAX_ADD_ON_ORDER,
                 "approval_ttl_seconds": APPROVAL_TTL_SECONDS, "trace_argument_max_depth": TRACE_MAX_DEPTH,
                 "trace_argument_max_bytes": TRACE_MAX_BYTES}
+
+    def argument_problems(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        return _server_argument_problems(name, arguments) if name in TOOL_NAMES else []
 
     # the target: a draft at a ledger version ------------------------------------------------------
     def target_check(self, name: str, arguments: dict[str, Any], observation: dict[str, Any] | None) -> dict[str, Any]:
@@ -243,6 +255,18 @@ class StockroomProfile(DescriptorProfile):
             return {"kind": "draft", "read_via": "drafts observation", "draft_id": draft_id,
                     "draft_status": draft and draft.get("status"), "proven": bool(draft and draft.get("status") == "open")}
         return super().proof(api, name, arguments, policy, outcome, before, observe)
+
+    def recheck(self, api: StockroomAPI, name: str, arguments: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any] | None:
+        expected = earlier.get("expected")
+        if name != "commit_reorder" or not isinstance(expected, dict) or not isinstance(earlier.get("skus"), list):
+            return super().recheck(api, name, arguments, earlier)
+        stock = api.read_stock()
+        after = {item["sku"]: item["on_order"] for item in stock.get("items", [])}
+        observed = [after.get(sku) for sku in earlier["skus"]]
+        version = stock.get("ledger_version")
+        return {"kind": "ledger", "read_via": "read_stock", "rechecked": True, "ledger_version": version, "skus": earlier["skus"],
+                "on_order": observed, "expected": expected,
+                "proven": is_json_integer(version) and version == expected.get("ledger_version") and observed == expected.get("on_order")}
 
     @staticmethod
     def _ledger_proof(api: StockroomAPI, arguments: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:

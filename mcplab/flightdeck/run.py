@@ -7,7 +7,8 @@ the server's own gate: an approval question is handed to the caller's ``approver
 user answering the elicitation form in 2026-07-28, the person answering out of band in 2025-11-25)
 and Flight Deck never answers one by itself. After the call the profile reads the authoritative
 postcondition (``read_stock`` for ``commit_reorder``) and stores it as the step's ``proof``. A run
-record given back as ``resume`` continues from the first step whose proof is not ``proven``.
+record given back as ``resume`` continues from the first step whose proof is not ``proven``; a step it
+already invoked without proof and that is not safe to repeat is re-read, never called twice.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from ..redaction import redact
 from ..stockroom.client import StockroomConnectionError
 from ..stockroom.rules import ApprovalError
-from .catalog import build_catalog
+from .catalog import build_catalog, without_url_secrets
 from .connection import Connection, FlightDeckError
 from .plan import check_plan
 from .validation import once, validate_call
@@ -71,11 +72,32 @@ def _prior(plan: dict[str, Any], resume: Any) -> dict[int, dict[str, Any]]:
         raise FlightDeckError(f"resume: expected a run record (kind {RUN_KIND!r}) from an earlier run_plan")
     if resume.get("plan_digest") != plan["plan_digest"]:
         raise FlightDeckError("resume: this run record belongs to a different plan (plan_digest differs)")
-    return {rec["index"]: rec for rec in resume["steps"] if isinstance(rec, dict) and isinstance(rec.get("index"), int)}
+    return {rec["index"]: rec for rec in resume["steps"] if isinstance(rec, dict) and isinstance(rec.get("index"), int)
+            and not isinstance(rec.get("index"), bool)}
 
 
 def _proven(record: dict[str, Any] | None) -> bool:
-    return bool(record and record.get("status") in ("proven", "proven_earlier") and (record.get("proof") or {}).get("proven"))
+    proof = (record or {}).get("proof")
+    return bool(record and record.get("status") in ("proven", "proven_earlier") and isinstance(proof, dict) and proof.get("proven") is True)
+
+
+def _invoked_unproven(earlier: dict[str, Any] | None, replay_class: Any) -> bool:
+    """An earlier run invoked the step and its effect was not proven, and the current policy does not call it safe to repeat."""
+    return bool(earlier and earlier.get("invoked") is True and earlier.get("stop_reason") == "postcondition_unproven"
+                and replay_class != "safe_to_repeat")
+
+
+def _recheck_step(connection: Connection, profile: Any, step: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """Resume of an invoked, unproven, not-repeatable step: read its postcondition again; never call it twice."""
+    record: dict[str, Any] = {"index": step["index"], "tool": step["tool"], "status": "stopped", "invoked": False,
+                              "invoked_earlier": True}
+    earlier_proof = earlier.get("proof") if isinstance(earlier.get("proof"), dict) else {}
+    proof = profile.recheck(connection.api, step["tool"], step["arguments"], earlier_proof)
+    if proof is not None and proof.get("proven"):
+        return {**record, "status": "proven", "proof": proof}
+    return {**record, "stop_reason": "postcondition_unproven", "proof": proof,
+            "why": "invoked by an earlier run and not safe to repeat, so not invoked again; its effect is still unproven: "
+                   "check it at the server, then compile a new plan"}
 
 
 def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = None, resume: Any = None) -> dict[str, Any]:
@@ -91,7 +113,7 @@ def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = N
         elif stopped is not None:
             records.append({"index": step["index"], "tool": step["tool"], "status": "not_reached"})
         else:
-            record = _run_step(connection, plan, step, approver)
+            record = _run_step(connection, plan, step, approver, prior.get(step["index"]))
             records.append(record)
             if record["status"] != "proven":
                 stopped = record
@@ -103,7 +125,8 @@ def run_plan(connection: Connection, plan: Any, *, approver: Approver | None = N
             "execution_started": any(r.get("invoked") for r in records), "execution_authorized_by": "each step's own server policy"}
 
 
-def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any], approver: Approver | None) -> dict[str, Any]:
+def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any], approver: Approver | None,
+              earlier: dict[str, Any] | None) -> dict[str, Any]:
     record: dict[str, Any] = {"index": step["index"], "tool": step["tool"], "status": "stopped", "invoked": False}
 
     def stop(reason: str, **detail: Any) -> dict[str, Any]:
@@ -112,6 +135,8 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
     catalog = build_catalog(connection.discover())
     if catalog.identity != plan["catalog_identity"]:
         return stop("catalog_changed", expected=plan["catalog_identity"], current=catalog.identity)
+    if earlier is not None and _invoked_unproven(earlier, catalog.policy_of(step["tool"])["replay_class"]):
+        return _recheck_step(connection, catalog.profile, step, earlier)
     if step["static_request_blocked"]:
         return stop("step_blocked", blockers=step["blockers"])
     name, arguments = step["tool"], step["arguments"]
@@ -140,13 +165,13 @@ def _run_step(connection: Connection, plan: dict[str, Any], step: dict[str, Any]
         try:
             outcome = api.answer(outcome, action)
         except (StockroomConnectionError, ApprovalError) as exc:  # the out-of-band route is off or refused the answer
-            return stop("approval_missing", approvals=approvals, error={"message": str(exc)[:300]})
+            return stop("approval_missing", approvals=approvals, error={"message": without_url_secrets(str(exc), connection.where)[:300]})
     record["approvals"] = approvals
     record["outcome"] = _summary(outcome)
     if outcome.asks_approval:
         return stop("approval_missing")
     if outcome.kind == "error":
-        return stop("refused", error=outcome.error)
+        return stop("refused", error=redact(outcome.error))
     record["proof"] = profile.proof(api, name, arguments, policy, outcome, before, connection.observe_target)
     if any(a["answer"] != "accept" for a in approvals):
         return stop("approval_declined")

@@ -4,7 +4,8 @@ Design: the layers run in a fixed order and each adds blockers with a stable ``c
 ``layer``: catalog (in the effective catalog, the caller's ``catalog_identity`` precondition),
 bounds (arguments at most 32 levels deep and 64 KiB of canonical JSON, checked before any schema
 work), schema (``jsonschema`` with the validator the descriptor's ``$schema`` names, Draft 2020-12 by
-default, at most 20 errors, never fetching a remote ``$ref``), static policy, and the exact target read through a read-only
+default, at most 20 errors, never fetching a remote ``$ref``, and never running a ``pattern`` that can
+backtrack exponentially: such a pattern is listed in ``unchecked_patterns``, not evaluated), static policy, and the exact target read through a read-only
 observation. ``static_request_blocked`` is true only for an explicit blocker; false says the
 checked static layers passed, not that the call will succeed. A preview adds the profile's
 predicted effects, marked ``prediction`` and never a receipt.
@@ -12,15 +13,20 @@ predicted effects, marked ``prediction`` and never a receipt.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 from itertools import islice
+from re import _constants as _sre
+from re import _parser as _sre_parser
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError, validators
+from jsonschema import Draft202012Validator, SchemaError, ValidationError, validators
 from jsonschema_specifications import REGISTRY as _METASCHEMAS
 
 from ..errors import EvidenceError
 from ..evidence import canonical_json
+from ..redaction import REDACTED, is_secret_key
 from ..stockroom.rules import _depth_exceeds
 from .catalog import EffectiveCatalog
 from .profiles import UNPROVEN, digest_of
@@ -50,6 +56,13 @@ def _path(error: Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
 
 
+def _message(error: Any) -> str:
+    """The error's message, unless the value sits under a secret-named key: its messages quote the value."""
+    if any(isinstance(part, str) and is_secret_key(part) for part in error.absolute_path):
+        return f"{REDACTED} fails the schema's {error.validator!r} keyword"
+    return error.message[:_MAX_MESSAGE]
+
+
 def bounds_blockers(arguments: Any) -> tuple[list[dict[str, Any]], int | None]:
     """Blockers for arguments over the bounds (checked before anything else reads them) and their canonical size."""
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
@@ -61,6 +74,67 @@ def bounds_blockers(arguments: Any) -> tuple[list[dict[str, Any]], int | None]:
     if size > MAX_ARGUMENT_BYTES:
         return [_blocker("arguments_too_large", "bounds", f"arguments are {size} bytes, over {MAX_ARGUMENT_BYTES}")], size
     return [], size
+
+
+_REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT)
+
+
+def _backtracks(items: Any, in_repeat: bool) -> bool:
+    """Whether a parsed pattern nests a repeat or an alternation inside a repeat, or uses a backreference."""
+    for op, arg in items:
+        if op in _REPEATS:
+            many = arg[1] > 1
+            if (many and in_repeat) or _backtracks(arg[2], in_repeat or many):
+                return True
+        elif op is _sre.BRANCH:
+            if in_repeat or any(_backtracks(branch, in_repeat) for branch in arg[1]):
+                return True
+        elif op is _sre.SUBPATTERN:
+            if _backtracks(arg[3], in_repeat):
+                return True
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            if _backtracks(arg[1], in_repeat):
+                return True
+        elif op in (_sre.GROUPREF, _sre.GROUPREF_EXISTS, _sre.POSSESSIVE_REPEAT, _sre.ATOMIC_GROUP):
+            return True  # rare in schemas; not worth proving safe
+    return False
+
+
+@lru_cache(maxsize=256)
+def risky_pattern(pattern: str) -> bool:
+    """True for a regex that can backtrack exponentially (``^(a+)+$``): Python's ``re`` cannot be interrupted, so it is not run."""
+    try:
+        return _backtracks(_sre_parser.parse(pattern), False)
+    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
+        return False  # not a valid regex: the schema check reports it
+
+
+def _patterns(schema: Any, budget: int = 10_000) -> Iterator[tuple[str, str]]:
+    """``(keyword, regex)`` for the ``pattern`` values and ``patternProperties`` keys of a schema (a bounded walk)."""
+    stack = [schema]
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                yield "pattern", node["pattern"]
+            if isinstance(node.get("patternProperties"), dict):
+                yield from (("patternProperties", key) for key in node["patternProperties"] if isinstance(key, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _safe_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and isinstance(pattern, str) and not risky_pattern(pattern):
+        if not re.search(pattern, instance):
+            yield ValidationError(f"{instance[:60]!r} does not match {pattern[:80]!r}")
+
+
+@lru_cache(maxsize=16)
+def _bounded(cls: Any) -> Any:
+    """``cls`` whose ``pattern`` keyword skips a pattern that can backtrack exponentially."""
+    return validators.extend(cls, {"pattern": _safe_pattern})
 
 
 def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
@@ -82,17 +156,25 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
     except SchemaError as exc:
         out["blockers"].append(_blocker("descriptor_schema_invalid", "schema", f"the descriptor's inputSchema is invalid: {exc.message}"))
         return out
+    risky = {(keyword, pattern[:200]) for keyword, pattern in _patterns(schema) if risky_pattern(pattern)}
+    if risky:
+        out["unchecked_patterns"] = sorted(pattern for _keyword, pattern in risky)
+    if any(keyword == "patternProperties" for keyword, _pattern in risky):
+        out["blockers"].append(_blocker("descriptor_schema_unusable", "schema", "a patternProperties key of the descriptor's "
+                                        "inputSchema can backtrack exponentially; it is not run here"))
+        return out
     try:
         # The registry holds only the dialects' own metaschemas and retrieves nothing: jsonschema's default would
         # fetch a remote $ref (any URL a server put in its descriptor).
-        errors = sorted(islice(cls(schema, registry=_METASCHEMAS).iter_errors(arguments), MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
+        found = _bounded(cls)(schema, registry=_METASCHEMAS).iter_errors(arguments)
+        errors = sorted(islice(found, MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
     except (RecursionError, Exception) as exc:  # noqa: BLE001 - an unresolvable or self-referencing $ref: nothing is fetched
         out["blockers"].append(_blocker("descriptor_schema_unusable", "schema",
                                         f"the descriptor's inputSchema cannot be evaluated here ({type(exc).__name__})"))
         return out
     out["checked"] = True
     out["valid"] = not errors
-    out["errors"] = [{"path": _path(e), "message": e.message[:_MAX_MESSAGE]} for e in errors]
+    out["errors"] = [{"path": _path(e), "message": _message(e)} for e in errors]
     if errors:
         out["blockers"].append(_blocker("invalid_arguments", "schema", f"{out['errors'][0]['path']}: {out['errors'][0]['message']}"))
     return out
@@ -121,6 +203,11 @@ def validate_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catal
         bounds, size = bounds_blockers(arguments)
         schema = {"checked": False, "valid": None, "errors": [], "blockers": bounds, "bytes": size}
     blockers.extend(schema.pop("blockers"))
+    if descriptor is not None and schema["valid"]:
+        # a known server may be stricter than its schema (the stockroom takes 1, not 1.0, for an integer)
+        for problem in catalog.profile.argument_problems(name, arguments):
+            blockers.append(_blocker("invalid_arguments", "schema", f"the server's own rules: {problem}"))
+            schema["valid"] = False
     bounded = not any(b["layer"] == "bounds" for b in blockers)
     target = {"target_scoped": bool(policy.get("target_kind")), "checked": False, "ready": None, "blockers": [], "identity": None}
     if descriptor is not None and schema["valid"]:
@@ -152,7 +239,10 @@ def preview_call(catalog: EffectiveCatalog, name: Any, arguments: Any, *, catalo
     effects = None
     if result["in_effective_catalog"] and not any(b["layer"] in ("bounds", "schema") for b in result["blockers"]):
         observation = observe() if catalog.profile.observes_target else None
-        effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observation)
+        try:
+            effects = catalog.profile.predicted_effects(result["tool"], arguments, result["policy"], catalog.era, observation)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # arguments the profile's model cannot read
+            effects = {"state_change": UNPROVEN, "why": f"no prediction for these arguments ({type(exc).__name__})"}
     result["preview"] = {"prediction": True, "receipt": False, "effects": effects,
                          "postcondition": catalog.profile.postcondition_plan(result["tool"], result["policy"]),
                          "note": "what the call is expected to affect; only the postcondition read after a real call is proof"}

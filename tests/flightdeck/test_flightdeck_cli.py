@@ -6,6 +6,9 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -63,6 +66,9 @@ def test_search_limits_and_authority(server, capsys):
     assert code == 0 and json.loads(out)["reserves_capacity"] is False
     code, out, _ = run(capsys, "--url", server.url, "authority", "commit_reorder", "--args", json.dumps(RESTOCK))
     assert code == 0 and json.loads(out)["target_readiness"]["status"] == "ready"
+    code, out, _ = run(capsys, "--url", server.url, "authority", "commit_reorder", "--args", '{"draft_id": 1}')
+    readiness = json.loads(out)["target_readiness"]
+    assert readiness["status"] == "unproven" and readiness["why"].startswith("the arguments do not pass validation")
 
 
 def test_plan_file(server, capsys, tmp_path):
@@ -101,7 +107,10 @@ def test_bad_plan_content_and_unreachable_url_are_exit_2(server, capsys, tmp_pat
     assert code == 2 and str(path) in err and err.count("\n") == 1
     path.write_text(json.dumps([{"arguments": {}}]))
     code, _, err = run(capsys, "--url", server.url, "plan", str(path))
-    assert code == 2 and "calls[0]" in err
+    assert code == 2 and f"{path}: calls[0]" in err
+    path.write_text(json.dumps([{"tool": "read_stock"}] * 21))  # named before any connection is tried
+    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "plan", str(path))
+    assert code == 2 and err.count("\n") == 1 and f"{path}: calls: 21 calls" in err
     code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "inspect-server")
     assert code == 2 and err.count("\n") == 1 and "Connect" in err
     code, _, err = run(capsys, "--url", "ftp://example", "inspect-server")
@@ -113,3 +122,58 @@ def test_python_dash_m_runs_the_command(server):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["execution_policy"]["effect_class"] == "read"
+
+
+# -- review: endpoints that are not MCP, malformed URLs, secrets in the URL ------------------------------------
+@contextmanager
+def serve_not_mcp(status: int, content_type: str, body: bytes):
+    """A plain HTTP server on loopback that answers every POST with ``status`` and ``body`` (not an MCP server)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://ann:hunter2@127.0.0.1:{httpd.server_address[1]}/mcp?token=abc"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize(("status", "content_type", "body", "message"), [
+    (200, "text/html", b"<html>hello</html>", "not JSON-RPC"),
+    (404, "text/plain", b"not found", "HTTP 404"),
+])
+def test_an_endpoint_that_is_not_mcp_is_one_line_without_the_urls_secrets(capsys, era, status, content_type, body, message):
+    with serve_not_mcp(status, content_type, body) as url:
+        code, out, err = run(capsys, "--url", url, "--era", era, "inspect-server")
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+    assert "hunter2" not in err and "token=abc" not in err and "[REDACTED]" in err
+
+
+def test_a_tools_list_result_that_is_not_an_object_is_one_line(capsys, monkeypatch):
+    from mcplab.stockroom.client import StockroomClient as Client
+
+    answers = {"tools/list": {"jsonrpc": "2.0", "id": 1, "result": ["not", "an", "object"]},
+               "server/discover": {"jsonrpc": "2.0", "id": 1, "result": "odd"}}
+    monkeypatch.setattr(Client, "request", lambda self, method, params=None: answers[method])
+    code, out, err = run(capsys, "--url", "http://127.0.0.1:9/mcp", "inspect-server")
+    assert code == 2 and err.count("\n") == 1 and "tools/list answered a result that is not" in err
+
+
+def test_a_malformed_url_is_one_line(capsys):
+    code, _, err = run(capsys, "--url", "http://[::1", "inspect-server")
+    assert code == 2 and err.count("\n") == 1 and "expected an http(s) URL" in err

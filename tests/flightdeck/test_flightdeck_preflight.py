@@ -315,3 +315,86 @@ def test_outputs_show_the_url_without_its_secrets():
     assert shown_url("http://ann:hunter2@127.0.0.1:8765/mcp?token=abc&x=1") == \
         "http://ann:[REDACTED]@127.0.0.1:8765/mcp?token=%5BREDACTED%5D&x=1"
     assert shown_url("http://127.0.0.1:8765/mcp") == "http://127.0.0.1:8765/mcp"
+
+
+def test_resume_never_repeats_an_invoked_call_whose_effect_is_unproven():
+    with serve_generic() as (url, calls), FlightDeck.connect(url) as deck:
+        plan = deck.compile_invocation_plan([{"tool": "echo", "arguments": {"text": "hi"}}, {"tool": "launch", "arguments": {"count": 1}}])
+        first = deck.run_plan(plan)
+        assert first["stop_reason"] == "postcondition_unproven" and calls == ["echo", "launch"]
+        second = deck.run_plan(plan, resume=first)
+        step = second["steps"][1]
+        assert second["stop_reason"] == "postcondition_unproven" and step["invoked"] is False and step["invoked_earlier"]
+        assert "not invoked again" in step["why"]
+        assert calls == ["echo", "launch"]  # launch (not known to be safe to repeat) ran once
+        from mcplab.flightdeck.profiles import digest_of
+
+        body = {k: v for k, v in plan.items() if k != "plan_digest"}
+        body["steps"] = [body["steps"][0], {**body["steps"][1], "replay_class": "safe_to_repeat"}]  # a hand edit
+        edited = {**body, "plan_digest": digest_of(body)}
+        third = deck.run_plan(edited)
+        assert deck.run_plan(edited, resume=third)["steps"][1]["invoked"] is False  # the server's policy decides, not the file
+        assert calls.count("launch") == 2
+
+
+def test_a_pattern_that_backtracks_exponentially_is_listed_not_run():
+    from mcplab.flightdeck.validation import risky_pattern
+
+    evil = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}}
+    result = check_arguments(evil, {"a": "a" * 30 + "!"})  # re.search would run for minutes on this
+    assert result["unchecked_patterns"] == ["^(a+)+$"] and result["checked"] and result["blockers"] == []
+    assert [b["code"] for b in check_arguments({"type": "object", "patternProperties": {"(x|xy)*$": {}}}, {"x": 1})["blockers"]] == [
+        "descriptor_schema_unusable"]
+    assert [risky_pattern(p) for p in ("(ab|a)*c", r"(a)\1", "^DR-[0-9]{4}$", "^[a-z]+-[0-9]+$")] == [True, True, False, False]
+    safe = check_arguments({"type": "object", "properties": {"d": {"type": "string", "pattern": "^DR-[0-9]{4}$"}}}, {"d": "DR-12"})
+    assert safe["valid"] is False and "unchecked_patterns" not in safe  # ordinary patterns are still checked
+
+
+def test_odd_observations_and_loose_schemas_leave_the_target_unproven_without_a_crash():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    room.draft_reorder()
+    real_snapshot = room.snapshot
+    room.snapshot = lambda: {"ledger_version": 1, "items": [1, 2]}  # not the stockroom's shapes
+    verdict = deck.preview_tool_call("commit_reorder", RESTOCK)
+    assert verdict["target"]["checked"] is False and verdict["static_request_blocked"] is False
+    assert "ledger_change" not in verdict["preview"]["effects"]
+    room.snapshot = real_snapshot
+    loose = [{**tool, "inputSchema": {"type": "object"}} if tool["name"] == "commit_reorder" else tool for tool in Stockroom.tools()]
+    room.tools = lambda: loose  # a server whose schema lets through what the profile cannot read
+    preview = deck.preview_tool_call("commit_reorder", {"draft_id": "DR-0001"})
+    assert preview["static_request_blocked"] and "invalid_arguments" in codes(preview)  # the server's own rules still hold
+    assert preview["preview"]["effects"] is None
+    assert deck.compile_invocation_plan([{"tool": "commit_reorder", "arguments": {"draft_id": "DR-0001"}}])["blocked_steps"] == [0]
+
+
+def test_the_stockroom_rules_stricter_than_its_schema_are_checked(server, deck):
+    deck.connection.api.draft_reorder()
+    before = trace_length(server)
+    verdict = deck.validate_tool_call("commit_reorder", {**RESTOCK, "ledger_version": 1.0})  # JSON Schema calls 1.0 an integer
+    assert verdict["static_request_blocked"] and codes(verdict) == ["invalid_arguments"]
+    assert "ledger_version must be an integer" in verdict["blockers"][0]["message"] and verdict["schema"]["valid"] is False
+    outcome = deck.connection.api.call_tool("commit_reorder", {**RESTOCK, "ledger_version": 1.0})
+    assert outcome.kind == "error"  # the server refuses it too, which the preflight now predicts
+    assert trace_length(server) == before + 1
+
+
+def test_catalog_identity_changes_with_a_shadowed_duplicate_descriptor():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    read = next(tool for tool in Stockroom.tools() if tool["name"] == "read_stock")
+    room.tools = lambda: [*Stockroom.tools(), {**read, "description": "a second copy"}]
+    first = deck.inspect_server()
+    assert "read_stock is listed twice; the first descriptor is used" in first["notes"]
+    room.tools = lambda: [*Stockroom.tools(), {**read, "description": "a second copy, changed"}]
+    assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
+    room.tools = Stockroom.tools
+    assert deck.inspect_server()["catalog_identity"] != first["catalog_identity"]
+
+
+def test_schema_errors_never_quote_a_value_under_a_secret_named_key():
+    schema = {"type": "object", "properties": {"api_key": {"type": "string", "maxLength": 4}, "name": {"type": "string", "maxLength": 2}}}
+    result = check_arguments(schema, {"api_key": "sk-live-hunter2", "name": "long"})
+    assert "hunter2" not in json.dumps(result)
+    assert [e["path"] for e in result["errors"]] == ["$.api_key", "$.name"]
+    assert "[REDACTED]" in result["errors"][0]["message"] and "'long' is too long" in result["errors"][1]["message"]

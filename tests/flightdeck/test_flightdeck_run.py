@@ -159,3 +159,84 @@ def test_a_postcondition_that_is_not_observed_stops_the_run():
     run = deck.run_plan(plan, approver=lambda question: "accept")
     assert run["stop_reason"] == "postcondition_unproven" and run["steps"][0]["proof"]["proven"] is False
     assert room.snapshot()["ledger_version"] == 2  # the call happened; only its proof is missing
+
+
+# -- review: hand-edited plans, validation_changed, resume never repeats an unsafe call ------------------------
+def _redigested(plan: dict) -> dict:
+    """``plan`` with its digest recomputed, as a caller who edits a plan file by hand could do."""
+    from mcplab.flightdeck.profiles import digest_of
+
+    body = {key: value for key, value in plan.items() if key != "plan_digest"}
+    return {**body, "plan_digest": digest_of(body)}
+
+
+def test_edited_arguments_with_a_recomputed_digest_stop_as_validation_changed():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    plan = deck.compile_invocation_plan([{"tool": "read_stock", "arguments": {}}, {"tool": "draft_reorder", "arguments": {}}])
+    before = len(room.trace())
+    edited = _redigested({**plan, "steps": [{**plan["steps"][0], "arguments": {"verbose": True}}, plan["steps"][1]]})
+    run = deck.run_plan(edited)
+    assert run["stop_reason"] == "validation_changed" and run["stopped_at"] == 0
+    assert [s["status"] for s in run["steps"]] == ["stopped", "not_reached"] and run["steps"][0]["invoked"] is False
+    assert "invalid_arguments" in [b["code"] for b in run["steps"][0]["blockers"]]
+    swapped = _redigested({**plan, "steps": [{**plan["steps"][0], "tool": "delete_item"}, plan["steps"][1]]})
+    assert deck.run_plan(swapped)["stop_reason"] == "validation_changed"
+    assert len(room.trace()) == before  # nothing reached the server's tools
+
+
+def test_a_changed_validation_without_blockers_is_validation_changed():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    plan = deck.compile_invocation_plan([{"tool": "read_stock", "arguments": {}}])
+    step = plan["steps"][0]
+    run = deck.run_plan(_redigested({**plan, "steps": [{**step, "validation_fingerprint": "sha256:" + "1" * 64}]}))
+    assert run["stop_reason"] == "validation_changed" and run["steps"][0]["invoked"] is False
+
+
+@pytest.mark.parametrize("edit", [
+    lambda plan: {**plan, "steps": plan["steps"][::-1]},  # reordered: would run step 1 first
+    lambda plan: {**plan, "steps": plan["steps"] * 11},  # 22 steps: over the bound
+    lambda plan: {**plan, "steps": [1]},
+    lambda plan: {**plan, "steps": [{"index": 0, "tool": "read_stock"}]},
+    lambda plan: {**plan, "steps": [{**plan["steps"][0], "static_request_blocked": "no"}, plan["steps"][1]]},
+    lambda plan: {key: value for key, value in plan.items() if key != "era"},
+])
+def test_a_malformed_plan_with_a_valid_digest_is_refused_before_any_call(edit):
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    room.draft_reorder()
+    plan = deck.compile_invocation_plan([{"tool": "read_stock", "arguments": {}}, {"tool": "commit_reorder", "arguments": RESTOCK}])
+    before = len(room.trace())
+    with pytest.raises(FlightDeckError, match="plan"):
+        deck.run_plan(_redigested(edit(plan)), approver=lambda question: "accept")
+    assert len(room.trace()) == before and room.snapshot()["ledger_version"] == 1
+
+
+def test_a_malformed_resume_record_is_read_safely():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    plan = deck.compile_invocation_plan([{"tool": "read_stock", "arguments": {}}])
+    bad = {"kind": "mcplab.flightdeck.run/v1", "plan_digest": plan["plan_digest"],
+           "steps": [{"index": 0, "status": "proven", "proof": 5}, {"index": True}, "x"]}
+    run = deck.run_plan(plan, resume=bad)
+    assert run["completed"] and run["steps"][0]["status"] == "proven"  # the odd record proves nothing: the step ran
+
+
+def test_resume_rereads_an_invoked_commit_instead_of_committing_again():
+    room = Stockroom()
+    deck = FlightDeck.in_process(room)
+    room.draft_reorder()
+    plan = deck.compile_invocation_plan([{"tool": "commit_reorder", "arguments": RESTOCK}])
+    real_read = room.read_stock
+    stale = room.read_stock()
+    room.read_stock = lambda: stale  # the proof read misses the commit this time
+    first = deck.run_plan(plan, approver=lambda question: "accept")
+    assert first["stop_reason"] == "postcondition_unproven" and first["steps"][0]["invoked"]
+    room.read_stock = real_read
+    commits = [r["tool"] for r in room.trace()].count("commit_reorder")
+    second = deck.run_plan(plan, approver=lambda question: "accept", resume=first)
+    step = second["steps"][0]
+    assert second["completed"] and step["status"] == "proven" and step["invoked"] is False and step["invoked_earlier"]
+    assert step["proof"]["rechecked"] and step["proof"]["on_order"] == [6, 13, 3, 6]
+    assert [r["tool"] for r in room.trace()].count("commit_reorder") == commits  # not called again
