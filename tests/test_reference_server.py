@@ -223,6 +223,25 @@ def test_negative_answers_too_large_to_carry_are_refused_up_front():
     assert "too large" in rejected(lambda: advance(keeper, responses={"first": huge}, state=state)).error.message
 
 
+def test_round_keeper_never_shows_its_key_and_forgets_spent_nonces_once_their_states_expire():
+    clock = [1000.0]
+    keeper = RoundKeeper(ttl=60, now=lambda: clock[0])
+    assert keeper.secret.hex() not in repr(keeper) and repr(keeper.secret) not in repr(keeper)
+    states = []
+    for _ in range(5):
+        state = advance(keeper).request_state
+        advance(keeper, responses={"first": ACCEPT}, state=state)
+        states.append(state)
+        clock[0] += 20
+    # spent at t=1000..1080 and kept 60 s each: the spend at t=1080 forgot the one spent at t=1000
+    assert sorted(keeper._spent.values()) == [1080.0, 1100.0, 1120.0, 1140.0]
+    assert "replay" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=states[-1])).error.message
+    assert "expired" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=states[0])).error.message
+    clock[0] += 1000
+    advance(keeper, responses={"first": ACCEPT}, state=advance(keeper).request_state)
+    assert len(keeper._spent) == 1  # a long-running server keeps only the nonces whose states could still come back
+
+
 def test_state_round_trips_only_through_the_hmac():
     keeper = RoundKeeper()
     state = advance(keeper).request_state

@@ -15,6 +15,7 @@ import hashlib
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,10 +146,10 @@ def _digest(arguments: Mapping[str, Any]) -> str:
 class RoundKeeper:
     """Runs flows on the 2026-07-28 wire; holds the HMAC key and the spent nonces (in memory)."""
 
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)  # never in a log or traceback
     ttl: int = STATE_TTL_SECONDS
     now: Callable[[], float] = time.time
-    _spent: dict[str, float] = field(default_factory=dict, repr=False)
+    _spent: OrderedDict[str, float] = field(default_factory=OrderedDict, repr=False)  # nonce -> forget-after, oldest first
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def advance(self, flow: Flow, arguments: Mapping[str, Any] | None, *, input_responses: Mapping[str, Any] | None,
@@ -208,11 +209,15 @@ class RoundKeeper:
         return claims["round"], dict(claims.get("answers") or {}), str(claims["nonce"])
 
     def _spend(self, nonce: str) -> None:
-        """Check-and-mark in one step, so two concurrent retries with one state cannot both pass."""
+        """Check-and-mark in one step, so two concurrent retries with one state cannot both pass.
+
+        Spent nonces are kept until their state would have expired anyway, in spending order, so
+        forgetting them pops from the front (amortised O(1)) instead of scanning every nonce.
+        """
         with self._lock:
             now = self.now()
-            for old in [n for n, expires in self._spent.items() if expires < now]:
-                del self._spent[old]
+            while self._spent and next(iter(self._spent.values())) < now:
+                self._spent.popitem(last=False)
             if nonce in self._spent:
                 raise MCPError(code=INVALID_PARAMS, message="requestState was already used (replay)", data={"reason": "rejected"})
             self._spent[nonce] = now + self.ttl
