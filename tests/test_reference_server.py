@@ -341,6 +341,41 @@ def test_task_errors_cancellation_and_unknown_ids():
     assert cancelled["status"] == "cancelled" and unknown == INVALID_PARAMS
 
 
+def test_task_store_is_bounded_the_oldest_finished_task_makes_room_and_running_ones_are_never_dropped():
+    async def scenario(store):
+        async def quick(handle):
+            return {"content": []}
+
+        async def forever(handle):
+            await anyio.sleep(60)
+            return {"content": []}
+
+        done_first = store.create(quick)
+        await settled(store, done_first.task_id)
+        done_second = store.create(quick)
+        await settled(store, done_second.task_id)
+        running = store.create(forever)
+        newest = store.create(forever)  # full: the oldest finished task makes room
+        evicted = rejected(lambda: store.get(done_first.task_id)).error.code
+        kept = store.get(done_second.task_id).status
+        store.create(forever)  # evicts done_second
+        refused = rejected(lambda: store.create(forever)).error  # three running: nothing may be dropped
+        return evicted, kept, refused, [store.get(r.task_id).status for r in (running, newest)]
+
+    async def main():
+        store = TaskStore(max_tasks=3)
+        async with anyio.create_task_group() as group:
+            store.attach(group)
+            result = await scenario(store)
+            group.cancel_scope.cancel()
+        return result
+
+    evicted, kept, refused, running = anyio.run(main)
+    assert evicted == INVALID_PARAMS and kept == "completed"
+    assert refused.code == t.INTERNAL_ERROR and refused.data == {"limit": 3} and "3 tasks" in refused.message
+    assert running == ["working", "working"]
+
+
 # ---------------------------------------------------------------- the real SDK client over loopback, both eras
 
 
