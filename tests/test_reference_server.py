@@ -24,6 +24,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcplab.cli import main
 from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scenarios, run_official
 from mcplab.reference import (
+    MAX_SUBSCRIPTIONS,
     PNG_BYTES,
     SCHEMA_2020_12,
     TASKS_EXTENSION,
@@ -34,6 +35,7 @@ from mcplab.reference import (
     InputRequired,
     MemoryEventStore,
     RoundKeeper,
+    SessionTable,
     Subscriptions,
     TaskStore,
     complete,
@@ -87,6 +89,25 @@ def test_legacy_subscriptions_are_per_session_and_only_for_real_resources():
     assert subscriptions.uris("s1") == set()
     with pytest.raises(MCPError):
         subscriptions.add("s1", "test://nothing-here")
+
+
+def test_legacy_session_bookkeeping_is_bounded_per_session_and_in_sessions():
+    subscriptions = Subscriptions()
+    for n in range(MAX_SUBSCRIPTIONS):  # the template makes the URI space unbounded
+        subscriptions.add("s1", f"test://template/{n}/data")
+    error = rejected(lambda: subscriptions.add("s1", "test://template/one-more/data")).error
+    assert error.code == INVALID_PARAMS and error.data == {"limit": MAX_SUBSCRIPTIONS}
+    subscriptions.add("s1", "test://template/0/data")  # already subscribed: fine
+    assert len(subscriptions.uris("s1")) == MAX_SUBSCRIPTIONS
+
+    table = SessionTable(max_sessions=2)
+    limited = Subscriptions(table)
+    for session in ("a", "b", "c"):
+        limited.add(session, "test://watched-resource")
+    assert len(table) == 2 and limited.uris("a") == set() and limited.uris("c") == {"test://watched-resource"}
+    table.set("b", {"x"})  # touching a session keeps it: the least recently used one falls off
+    limited.add("d", "test://watched-resource")
+    assert table.get("b", set()) == {"x"} and table.get("c", None) is None
 
 
 def test_template_substitutes_the_id():

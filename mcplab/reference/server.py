@@ -35,6 +35,7 @@ from .events import MemoryEventStore
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
+from .sessions import SessionTable
 from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
@@ -55,7 +56,6 @@ CACHE_HINTS = {
 
 #: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
 RETRY_MS = 500
-_MAX_REMEMBERED_SESSIONS = 10_000  # the SDK's default session cap
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -78,7 +78,7 @@ def _session_of(ctx: Any) -> str | None:
 class _RequestEffects:
     """A tool's notifications for one request: on its own stream, or to the listen streams."""
 
-    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: Mapping[str | None, str]) -> None:
+    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: SessionTable[str]) -> None:
         self._ctx = ctx
         self._bus = bus
         self._legacy_levels = legacy_levels
@@ -182,7 +182,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     bus = bus or InMemorySubscriptionBus()
     subscriptions = Subscriptions()
     tasks = TaskStore()
-    legacy_levels: dict[str | None, str] = {}
+    legacy_levels: SessionTable[str] = SessionTable()
     tools = {tool.name: tool for tool in TOOLS}
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
@@ -272,10 +272,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
         session = _session_of(ctx)
         if session is not None:  # 2025-11-25 only (the modern wire answers logging/setLevel with 404)
-            legacy_levels.pop(session, None)
-            legacy_levels[session] = params.level
-            while len(legacy_levels) > _MAX_REMEMBERED_SESSIONS:  # oldest first: dicts keep insertion order
-                legacy_levels.pop(next(iter(legacy_levels)))
+            legacy_levels.set(session, params.level)
         return t.EmptyResult()
 
     @asynccontextmanager
