@@ -24,6 +24,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcplab.cli import main
 from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scenarios, run_official
 from mcplab.reference import (
+    MAX_REQUEST_BYTES,
     MAX_SUBSCRIPTIONS,
     PNG_BYTES,
     SCHEMA_2020_12,
@@ -38,6 +39,7 @@ from mcplab.reference import (
     SessionTable,
     Subscriptions,
     TaskStore,
+    build_app,
     complete,
     elicit,
     prompt_messages,
@@ -46,7 +48,7 @@ from mcplab.reference import (
     serve_reference,
 )
 from mcplab.requests import build_request
-from mcplab.serving import ServeError
+from mcplab.serving import ServeError, serve_app
 
 ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 MODES = ["2026-07-28", "legacy"]
@@ -164,6 +166,28 @@ def test_event_store_replays_only_the_later_events_of_that_stream():
 
     stream, replayed, first, last, gone = anyio.run(scenario)
     assert stream == "a" and replayed == [first, last] and gone is None
+
+
+def test_event_store_is_bounded_by_bytes_as_well_as_by_count():
+    def result(text: str) -> t.JSONRPCResponse:
+        return t.JSONRPCResponse(jsonrpc="2.0", id=1, result={"content": [{"type": "text", "text": text}]})
+
+    async def scenario():
+        store = MemoryEventStore(limit=1000, max_bytes=3500)
+        ids = [await store.store_event("s", result("x" * 1000)) for _ in range(5)]  # ~1.1 kB each: the newest 3 fit
+        replayed: list[str] = []
+
+        async def send(event):
+            replayed.append(event.event_id)
+
+        gone = await store.replay_events_after(ids[1], send)
+        kept = await store.replay_events_after(ids[2], send)
+        huge = await store.store_event("s", result("y" * 10_000))  # larger than the whole budget: kept alone
+        return gone, kept, replayed, ids, huge, len(store._events), store._bytes
+
+    gone, kept, replayed, ids, huge, count, size = anyio.run(scenario)
+    assert gone is None and kept == "s" and replayed == ids[3:]
+    assert count == 1 and size == len(result("y" * 10_000).model_dump_json(by_alias=True, exclude_none=True))
 
 
 # ---------------------------------------------------------------- MRTR rounds (in memory)
@@ -655,6 +679,21 @@ def test_negative_tasks_get_checks_mcp_name_and_the_task_id(server):
     assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
     unknown = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS)
     assert unknown.json()["error"]["code"] == INVALID_PARAMS
+
+
+def test_negative_request_body_over_the_cap_is_refused_before_any_handler(server):
+    reply = post(server, "tools/call", {"name": "greet", "arguments": {"name": "x" * (MAX_REQUEST_BYTES + 1)}})
+    assert reply.status_code == 413
+    assert post(server, "tools/call", {"name": "greet", "arguments": {"name": "x" * 1000}}).status_code == 200
+
+
+def test_legacy_sessions_are_capped(server):
+    body, headers = build_request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                 "clientInfo": {"name": "t", "version": "1"}}, era="legacy")
+    with serve_app(build_app(max_sessions=2), name="capped reference") as port, httpx.Client() as http:
+        url = f"http://127.0.0.1:{port}/mcp"
+        statuses = [http.post(url, json=body, headers=headers).status_code for _ in range(3)]
+    assert statuses == [200, 200, 503]
 
 
 def test_port_in_use_is_a_clear_error(server):

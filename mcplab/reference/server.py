@@ -35,11 +35,12 @@ from .events import MemoryEventStore
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
-from .sessions import SessionTable
+from .sessions import MAX_REMEMBERED_SESSIONS, SessionTable
 from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference", "RunningReference"]
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "MAX_REQUEST_BYTES", "SESSION_IDLE_SECONDS",
+           "build_server", "build_app", "serve_reference", "RunningReference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -56,6 +57,10 @@ CACHE_HINTS = {
 
 #: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
 RETRY_MS = 500
+#: The largest request body accepted (the fixtures need a few kB; the SDK's default is 4 MiB).
+MAX_REQUEST_BYTES = 1024 * 1024
+#: A 2025-11-25 session with no request for this long is closed (the SDK's default is 30 minutes).
+SESSION_IDLE_SECONDS = 10 * 60
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -300,11 +305,18 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     return server
 
 
-def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:
-    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts."""
+def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None,
+              max_sessions: int = MAX_REMEMBERED_SESSIONS) -> Any:
+    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts.
+
+    Everything a client can grow is capped: request bodies, open 2025-11-25 sessions (as many as
+    the per-session tables remember; idle ones close), the event store, tasks, listen streams.
+    """
     server = build_server(keeper=keeper)
     app = server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
-                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts))
+                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts),
+                                     max_request_body_size=MAX_REQUEST_BYTES, max_sessions=max_sessions,
+                                     session_idle_timeout=SESSION_IDLE_SECONDS)
     app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
     return app
 
