@@ -28,6 +28,7 @@ from mcplab.reference import (
     MAX_SUBSCRIPTIONS,
     PNG_BYTES,
     SCHEMA_2020_12,
+    SHUTDOWN_GRACE_SECONDS,
     TASKS_EXTENSION,
     TOOLS,
     WAV_BYTES,
@@ -694,6 +695,42 @@ def test_legacy_sessions_are_capped(server):
         url = f"http://127.0.0.1:{port}/mcp"
         statuses = [http.post(url, json=body, headers=headers).status_code for _ in range(3)]
     assert statuses == [200, 200, 503]
+
+
+def test_stopping_ends_listen_streams_gracefully_and_does_not_wait_for_slow_calls():
+    import threading
+
+    lines: list[str] = []
+    outcomes: list[object] = []
+
+    def listen(url):
+        body, headers = build_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        with httpx.Client(timeout=30) as http, http.stream("POST", url, json=body, headers=headers) as reply:
+            lines.extend(reply.iter_lines())
+
+    def slow_call(url):
+        body, headers = build_request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}})
+        try:
+            outcomes.append(httpx.post(url, json=body, headers=headers, timeout=30).status_code)
+        except httpx.HTTPError as exc:
+            outcomes.append(exc)
+
+    with serve_reference() as srv:
+        threads = [threading.Thread(target=f, args=(srv.url,), daemon=True) for f in (listen, slow_call)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while not any("subscriptions/acknowledged" in line for line in lines):
+            assert time.monotonic() < deadline, "no listen acknowledgement"
+            time.sleep(0.01)
+        started = time.monotonic()
+    stopped_in = time.monotonic() - started
+    for thread in threads:
+        thread.join(timeout=10)
+    assert stopped_in < SHUTDOWN_GRACE_SECONDS + 3  # was about 10 s: uvicorn waited for the open stream until the join gave up
+    final = [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")][-1]
+    assert final["id"] == 1 and final["result"]["resultType"] == "complete"  # the listen result: a deliberate end
+    assert outcomes and not threads[1].is_alive()
 
 
 def test_port_in_use_is_a_clear_error(server):

@@ -9,6 +9,8 @@ back channel). SSE responses are on, so progress and log notifications reach the
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -40,7 +42,7 @@ from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declare
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "MAX_REQUEST_BYTES", "SESSION_IDLE_SECONDS",
-           "build_server", "build_app", "serve_reference", "RunningReference"]
+           "SHUTDOWN_GRACE_SECONDS",            "build_server", "build_app", "serve_reference", "RunningReference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -61,6 +63,9 @@ RETRY_MS = 500
 MAX_REQUEST_BYTES = 1024 * 1024
 #: A 2025-11-25 session with no request for this long is closed (the SDK's default is 30 minutes).
 SESSION_IDLE_SECONDS = 10 * 60
+#: On shutdown, how long responses still streaming (a 2025-11-25 GET stream, a slow call) may
+#: finish before they are cancelled; listen streams are ended gracefully before that.
+SHUTDOWN_GRACE_SECONDS = 2
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -177,14 +182,34 @@ def _task_request(ctx: Any, params: _TaskParams, method: str) -> str:
     return params.taskId
 
 
+class _Shutdown:
+    """Ends the open listen streams gracefully (each gets its final result) from the thread that stops the server.
+
+    uvicorn waits for open responses before it runs the lifespan shutdown, so a listen stream,
+    which never ends by itself, must be closed first; the lifespan records the event loop.
+    """
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listen: ListenHandler | None = None
+
+    def begin(self) -> None:
+        loop, listen = self.loop, self.listen
+        if loop is not None and listen is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(listen.close)
+
+
 def _input_required(step: InputRequired) -> t.InputRequiredResult:
     return t.InputRequiredResult.model_validate(step.to_wire())
 
 
-def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None) -> Server:
+def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None,
+                 shutdown: _Shutdown | None = None) -> Server:
     """The low-level MCP ``Server`` with every reference fixture."""
     keeper = keeper or RoundKeeper()
     bus = bus or InMemorySubscriptionBus()
+    shutdown = shutdown or _Shutdown()
+    shutdown.listen = ListenHandler(bus)
     subscriptions = Subscriptions()
     tasks = TaskStore()
     legacy_levels: SessionTable[str] = SessionTable()
@@ -282,6 +307,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
+        shutdown.loop = asyncio.get_running_loop()
         async with anyio.create_task_group() as group:  # task jobs run here; shutdown cancels them
             tasks.attach(group)
             try:
@@ -297,7 +323,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
                       on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
                       on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
                       on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
-                      on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+                      on_set_logging_level=set_logging_level, on_subscriptions_listen=shutdown.listen)
     server.extensions[TASKS_EXTENSION] = {}
     server.add_request_handler("tasks/get", _TaskParams, get_task)
     server.add_request_handler("tasks/update", _TaskParams, update_task)
@@ -312,13 +338,21 @@ def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), kee
     Everything a client can grow is capped: request bodies, open 2025-11-25 sessions (as many as
     the per-session tables remember; idle ones close), the event store, tasks, listen streams.
     """
-    server = build_server(keeper=keeper)
+    shutdown = _Shutdown()
+    server = build_server(keeper=keeper, shutdown=shutdown)
     app = server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
                                      retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts),
                                      max_request_body_size=MAX_REQUEST_BYTES, max_sessions=max_sessions,
                                      session_idle_timeout=SESSION_IDLE_SECONDS)
     app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    app.state.begin_shutdown = shutdown.begin  # call before stopping uvicorn: ends the listen streams
     return app
+
+
+def _drop_shutdown_cancellations(record: logging.LogRecord) -> bool:
+    """Keep uvicorn's one-line "Cancel N running task(s)" notice, not the traceback of each cancelled call."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(error, asyncio.CancelledError) and "graceful shutdown" in str(error))
 
 
 @dataclass(frozen=True)
@@ -333,8 +367,21 @@ class RunningReference:
 @contextmanager
 def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
                     log_level: str = "warning") -> Iterator[RunningReference]:
-    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port)."""
+    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port).
+
+    Leaving the block ends listen streams gracefully and gives other open responses
+    ``SHUTDOWN_GRACE_SECONDS`` before they are cancelled, so a long-lived stream cannot hold it up.
+    """
     app = build_app(host=host, allowed_hosts=allowed_hosts)
-    with serve_app(app, host=host, port=port, name="reference server", log_level=log_level) as bound:
-        shown = f"[{host}]" if ":" in host else host
-        yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    uvicorn_errors.addFilter(_drop_shutdown_cancellations)
+    try:
+        with serve_app(app, host=host, port=port, name="reference server", log_level=log_level,
+                       timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS) as bound:
+            shown = f"[{host}]" if ":" in host else host
+            try:
+                yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)
+            finally:
+                app.state.begin_shutdown()
+    finally:
+        uvicorn_errors.removeFilter(_drop_shutdown_cancellations)
