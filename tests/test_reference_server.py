@@ -748,6 +748,13 @@ def test_serve_reference_bad_port_is_one_line_and_exit_2(capsys):
     assert "--port must be 0..65535" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("host", ["", "  "])
+def test_negative_serve_reference_empty_host_is_one_line_and_exit_2(capsys, host):
+    assert main(["serve", "reference", "--host", host, "--port", "0"]) == 2  # was: listened on every interface
+    err = capsys.readouterr().err
+    assert "--host needs an interface" in err and err.count("\n") == 1
+
+
 def test_serve_reference_prints_the_url_serves_and_stops_on_sigterm():
     proc = subprocess.Popen([sys.executable, "-m", "mcplab", "serve", "reference", "--port", "0"], env=dict(os.environ),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
