@@ -675,6 +675,29 @@ def test_negative_tasks_without_the_extension_are_minus_32021(server):
     assert get.status_code == 400 and get.json()["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
+def test_legacy_clients_are_promised_no_tasks_and_can_call_every_task_tool(server):
+    """2025-11-25 has its own task protocol, not served here: no taskSupport, and 'required' tools run synchronously."""
+    async def elicitor(context, params):
+        return t.ElicitResult(action="accept", content={"confirm": True})
+
+    async def scenario():
+        async with sdk(server, "legacy") as bare:
+            listed = [tool.name for tool in (await bare.list_tools()).tools if tool.execution is not None]
+            required = await bare.call_tool("failing_job", {})
+            with pytest.raises(MCPError) as refused:
+                await bare.call_tool("confirm_delete", {"filename": "a.txt"})
+        async with sdk(server, "legacy", elicitation_callback=elicitor) as asking:
+            confirmed = await asking.call_tool("confirm_delete", {"filename": "a.txt"})
+        return listed, required, refused.value.error, confirmed
+
+    listed, required, refused, confirmed = anyio.run(scenario)
+    modern = [tool["name"] for tool in post(server, "tools/list", {}).json()["result"]["tools"] if "execution" in tool]
+    assert listed == [] and modern == []  # legacy clients were told failing_job required 2025-11-25 task augmentation
+    assert required.is_error and required.content[0].text == "The job ran and reports a tool error"  # was -32021
+    assert refused.code == MISSING_REQUIRED_CLIENT_CAPABILITY and refused.data == {"requiredCapabilities": {"elicitation": {}}}
+    assert confirmed.content[0].text == "Deleted a.txt"  # was: the client's own -32600 "Elicitation not supported"
+
+
 def test_negative_tasks_get_checks_mcp_name_and_the_task_id(server):
     mismatch = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS, headers=[("Mcp-Name", "task-y")])
     assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020

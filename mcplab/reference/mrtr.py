@@ -27,7 +27,7 @@ from ..evidence import canonical_json
 from ..stockroom.gate import MAX_STATE_CHARS, StateRejected, open_claims, seal_claims
 
 __all__ = ["Round", "Flow", "InputRequired", "Completed", "RoundKeeper", "CAPABILITY_OF", "elicit", "sample", "list_roots",
-           "answer_problem", "missing_capabilities", "plan"]
+           "answer_problem", "missing_capabilities", "capability_error", "plan"]
 
 #: Which client capability each input-request method needs.
 CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -132,10 +132,15 @@ def plan(flow: Flow, arguments: Mapping[str, Any], capabilities: Mapping[str, An
             needed.update(missing)
         usable_rounds.append(usable)
     if needed:
-        raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-                       message=f"{flow.name} needs client capabilities the request did not declare: {', '.join(sorted(needed))}",
-                       data={"requiredCapabilities": needed})
+        raise capability_error(flow.name, needed)
     return usable_rounds
+
+
+def capability_error(what: str, needed: Mapping[str, Any]) -> MCPError:
+    """-32021 naming the client capabilities ``what`` needs (``requiredCapabilities``)."""
+    return MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    message=f"{what} needs client capabilities the request did not declare: {', '.join(sorted(needed))}",
+                    data={"requiredCapabilities": dict(needed)})
 
 
 def _digest(arguments: Mapping[str, Any]) -> str:

@@ -34,7 +34,7 @@ from ..request_guard import RequestOrderGuard
 from ..serving import serve_app, transport_security, wire_dump
 from .completion import complete
 from .events import MemoryEventStore
-from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
+from .mrtr import Completed, Flow, InputRequired, RoundKeeper, capability_error, missing_capabilities, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
 from .sessions import MAX_REMEMBERED_SESSIONS, SessionTable
@@ -160,6 +160,9 @@ class _SyncHandle:
     async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
         if _modern(self._ctx):  # parking for input needs a task on the 2026-07-28 wire
             raise extension_required(self._tool)
+        needed = missing_capabilities(requests, wire_dump(self._ctx.session.client_capabilities) or {})
+        if needed:  # as a flow would: -32021 before asking, not the client's refusal
+            raise capability_error(self._tool, needed)
         return {key: await _ask_client(self._ctx, request) for key, request in requests.items()}
 
 
@@ -238,9 +241,12 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
         return t.CallToolResult.model_validate(wire)
 
     async def call_task_tool(ctx: Any, tool: ToolFixture, params: t.CallToolRequestParams) -> Any:
-        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required."""
+        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required.
+
+        Only 2026-07-28 requests can declare the extension, so 2025-11-25 clients run every task tool synchronously.
+        """
         declared = _modern(ctx) and tasks_declared(wire_dump(ctx.session.client_capabilities))
-        if tool.task == "required" and not declared:
+        if tool.task == "required" and _modern(ctx) and not declared:
             raise extension_required(tool.name)
         arguments = dict(params.arguments or {})
         answers: Mapping[str, Any] = {}
