@@ -50,6 +50,7 @@ from mcplab.reference import (
 )
 from mcplab.requests import build_request
 from mcplab.serving import ServeError, serve_app
+from mcplab.sse import parse_sse
 
 ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 MODES = ["2026-07-28", "legacy"]
@@ -640,6 +641,34 @@ def test_legacy_stream_closed_mid_call_is_resumed_by_the_sdk_client(server):
             return await client.call_tool("test_reconnection")
 
     assert anyio.run(scenario).content[0].text == "Reconnection test completed after closing the stream"
+
+
+def test_negative_a_session_cannot_replay_another_sessions_events(server):
+    """The SDK names POST streams by request id and shares the event store: replay must stay within the session."""
+    def legacy(http, method, params, session=None, id=2):
+        body, headers = build_request(method, params, era="legacy", id=id)
+        return http.post(server.url, json=body, headers=[*headers, *([("mcp-session-id", session)] if session else [])])
+
+    def open_session(http):
+        opened = legacy(http, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}}, id=1)
+        session = opened.headers["mcp-session-id"]
+        legacy(http, "notifications/initialized", {}, session, id=None)
+        return session
+
+    with httpx.Client(timeout=10) as http:
+        alice, bob = open_session(http), open_session(http)
+        bobs_events = parse_sse(legacy(http, "tools/call", {"name": "greet", "arguments": {"name": "bob"}}, bob).text)
+        legacy(http, "tools/call", {"name": "greet", "arguments": {"name": "alice-secret"}}, alice)  # same request id 2
+        headers = {"mcp-session-id": bob, "Last-Event-ID": next(e["id"] for e in bobs_events if e.get("id")),
+                   "Accept": "text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        replayed = ""
+        with http.stream("GET", server.url, headers=headers) as reply:
+            for chunk in reply.iter_text():  # bob's own result, then the priming event of the resumed stream
+                replayed += chunk
+                if "retry:" in replayed:
+                    break
+    assert "Hello, bob!" in replayed and "alice-secret" not in replayed  # was: alice's result replayed to bob
 
 
 @pytest.mark.parametrize("mode", MODES)

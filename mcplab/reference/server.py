@@ -33,7 +33,7 @@ from .. import __version__
 from ..request_guard import RequestOrderGuard
 from ..serving import serve_app, transport_security, wire_dump
 from .completion import complete
-from .events import MemoryEventStore
+from .events import MemoryEventStore, SessionScope
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, capability_error, missing_capabilities, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
@@ -351,6 +351,7 @@ def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), kee
                                      max_request_body_size=MAX_REQUEST_BYTES, max_sessions=max_sessions,
                                      session_idle_timeout=SESSION_IDLE_SECONDS)
     app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    app.add_middleware(SessionScope)  # the event store keeps sessions apart (one store, request-id stream names)
     app.state.begin_shutdown = shutdown.begin  # call before stopping uvicorn: ends the listen streams
     return app
 
