@@ -112,6 +112,8 @@ def test_legacy_session_bookkeeping_is_bounded_per_session_and_in_sessions():
     table.set("b", {"x"})  # touching a session keeps it: the least recently used one falls off
     limited.add("d", "test://watched-resource")
     assert table.get("b", set()) == {"x"} and table.get("c", None) is None
+    limited.remove("never-subscribed", "test://watched-resource")  # unsubscribing adds no session
+    assert table.get("b", set()) == {"x"} and len(table) == 2
 
 
 def test_template_substitutes_the_id():

@@ -84,7 +84,7 @@ class Subscriptions:
         self._by_session.update(session, set, subscribe)
 
     def remove(self, session: str | None, uri: str) -> None:
-        self._by_session.update(session, set, lambda uris: uris.discard(uri))
+        self._by_session.change_existing(session, lambda uris: uris.discard(uri))
 
     def uris(self, session: str | None) -> set[str]:
         return set(self._by_session.get(session, set()))

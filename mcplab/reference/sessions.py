@@ -48,6 +48,13 @@ class SessionTable(Generic[V]):
             change(self._entries[session])
             self._touch(session)
 
+    def change_existing(self, session: str | None, change: Callable[[V], None]) -> None:
+        """Apply ``change`` to the session's value if it has one (an unknown session gains no entry)."""
+        with self._lock:
+            if session in self._entries:
+                change(self._entries[session])
+                self._touch(session)
+
     def _touch(self, session: str | None) -> None:
         self._entries.move_to_end(session)
         while len(self._entries) > self._max:
