@@ -141,10 +141,15 @@ def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
 
 def _cmd_serve_reference(args: argparse.Namespace) -> int:
     from .reference.server import serve_reference
-    from .serving import run_until_signal
+    from .serving import is_loopback, run_until_signal
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {args.port}")
+    if not args.host.strip():
+        raise UsageError("--host needs an interface, e.g. 127.0.0.1 (an empty host would listen on every interface)")
+    if not is_loopback(args.host) and not args.allow_host:
+        print(f"mcplab: warning: --host {args.host} is not loopback, so Host/Origin checks (DNS-rebinding protection) are off; "
+              "pass --allow-host NAME:* to turn them on", file=sys.stderr)
     run_until_signal(serve_reference(host=args.host, port=args.port, allowed_hosts=args.allow_host, log_level=args.log_level),
                      lambda srv: print(f"mcplab reference server serving {srv.url}  (2026-07-28 and 2025-11-25; Ctrl-C stops)",
                                        flush=True))

@@ -24,8 +24,11 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcplab.cli import main
 from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scenarios, run_official
 from mcplab.reference import (
+    MAX_REQUEST_BYTES,
+    MAX_SUBSCRIPTIONS,
     PNG_BYTES,
     SCHEMA_2020_12,
+    SHUTDOWN_GRACE_SECONDS,
     TASKS_EXTENSION,
     TOOLS,
     WAV_BYTES,
@@ -34,8 +37,10 @@ from mcplab.reference import (
     InputRequired,
     MemoryEventStore,
     RoundKeeper,
+    SessionTable,
     Subscriptions,
     TaskStore,
+    build_app,
     complete,
     elicit,
     prompt_messages,
@@ -44,7 +49,8 @@ from mcplab.reference import (
     serve_reference,
 )
 from mcplab.requests import build_request
-from mcplab.serving import ServeError
+from mcplab.serving import ServeError, serve_app
+from mcplab.sse import parse_sse
 
 ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 MODES = ["2026-07-28", "legacy"]
@@ -87,6 +93,27 @@ def test_legacy_subscriptions_are_per_session_and_only_for_real_resources():
     assert subscriptions.uris("s1") == set()
     with pytest.raises(MCPError):
         subscriptions.add("s1", "test://nothing-here")
+
+
+def test_legacy_session_bookkeeping_is_bounded_per_session_and_in_sessions():
+    subscriptions = Subscriptions()
+    for n in range(MAX_SUBSCRIPTIONS):  # the template makes the URI space unbounded
+        subscriptions.add("s1", f"test://template/{n}/data")
+    error = rejected(lambda: subscriptions.add("s1", "test://template/one-more/data")).error
+    assert error.code == INVALID_PARAMS and error.data == {"limit": MAX_SUBSCRIPTIONS}
+    subscriptions.add("s1", "test://template/0/data")  # already subscribed: fine
+    assert len(subscriptions.uris("s1")) == MAX_SUBSCRIPTIONS
+
+    table = SessionTable(max_sessions=2)
+    limited = Subscriptions(table)
+    for session in ("a", "b", "c"):
+        limited.add(session, "test://watched-resource")
+    assert len(table) == 2 and limited.uris("a") == set() and limited.uris("c") == {"test://watched-resource"}
+    table.set("b", {"x"})  # touching a session keeps it: the least recently used one falls off
+    limited.add("d", "test://watched-resource")
+    assert table.get("b", set()) == {"x"} and table.get("c", None) is None
+    limited.remove("never-subscribed", "test://watched-resource")  # unsubscribing adds no session
+    assert table.get("b", set()) == {"x"} and len(table) == 2
 
 
 def test_template_substitutes_the_id():
@@ -143,6 +170,28 @@ def test_event_store_replays_only_the_later_events_of_that_stream():
 
     stream, replayed, first, last, gone = anyio.run(scenario)
     assert stream == "a" and replayed == [first, last] and gone is None
+
+
+def test_event_store_is_bounded_by_bytes_as_well_as_by_count():
+    def result(text: str) -> t.JSONRPCResponse:
+        return t.JSONRPCResponse(jsonrpc="2.0", id=1, result={"content": [{"type": "text", "text": text}]})
+
+    async def scenario():
+        store = MemoryEventStore(limit=1000, max_bytes=3500)
+        ids = [await store.store_event("s", result("x" * 1000)) for _ in range(5)]  # ~1.1 kB each: the newest 3 fit
+        replayed: list[str] = []
+
+        async def send(event):
+            replayed.append(event.event_id)
+
+        gone = await store.replay_events_after(ids[1], send)
+        kept = await store.replay_events_after(ids[2], send)
+        huge = await store.store_event("s", result("y" * 10_000))  # larger than the whole budget: kept alone
+        return gone, kept, replayed, ids, huge, len(store._events), store._bytes
+
+    gone, kept, replayed, ids, huge, count, size = anyio.run(scenario)
+    assert gone is None and kept == "s" and replayed == ids[3:]
+    assert count == 1 and size == len(result("y" * 10_000).model_dump_json(by_alias=True, exclude_none=True))
 
 
 # ---------------------------------------------------------------- MRTR rounds (in memory)
@@ -221,6 +270,25 @@ def test_negative_answers_too_large_to_carry_are_refused_up_front():
     state = advance(keeper).request_state
     huge = {"action": "accept", "content": {"a": "x" * 5000}}
     assert "too large" in rejected(lambda: advance(keeper, responses={"first": huge}, state=state)).error.message
+
+
+def test_round_keeper_never_shows_its_key_and_forgets_spent_nonces_once_their_states_expire():
+    clock = [1000.0]
+    keeper = RoundKeeper(ttl=60, now=lambda: clock[0])
+    assert keeper.secret.hex() not in repr(keeper) and repr(keeper.secret) not in repr(keeper)
+    states = []
+    for _ in range(5):
+        state = advance(keeper).request_state
+        advance(keeper, responses={"first": ACCEPT}, state=state)
+        states.append(state)
+        clock[0] += 20
+    # spent at t=1000..1080 and kept 60 s each: the spend at t=1080 forgot the one spent at t=1000
+    assert sorted(keeper._spent.values()) == [1080.0, 1100.0, 1120.0, 1140.0]
+    assert "replay" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=states[-1])).error.message
+    assert "expired" in rejected(lambda: advance(keeper, responses={"first": ACCEPT}, state=states[0])).error.message
+    clock[0] += 1000
+    advance(keeper, responses={"first": ACCEPT}, state=advance(keeper).request_state)
+    assert len(keeper._spent) == 1  # a long-running server keeps only the nonces whose states could still come back
 
 
 def test_state_round_trips_only_through_the_hmac():
@@ -320,6 +388,41 @@ def test_task_errors_cancellation_and_unknown_ids():
     assert cancelled["lastUpdatedAt"] >= cancelled["createdAt"]
     assert failed["status"] == "failed" and failed["error"]["message"] == "RuntimeError: boom" and "result" not in failed
     assert cancelled["status"] == "cancelled" and unknown == INVALID_PARAMS
+
+
+def test_task_store_is_bounded_the_oldest_finished_task_makes_room_and_running_ones_are_never_dropped():
+    async def scenario(store):
+        async def quick(handle):
+            return {"content": []}
+
+        async def forever(handle):
+            await anyio.sleep(60)
+            return {"content": []}
+
+        done_first = store.create(quick)
+        await settled(store, done_first.task_id)
+        done_second = store.create(quick)
+        await settled(store, done_second.task_id)
+        running = store.create(forever)
+        newest = store.create(forever)  # full: the oldest finished task makes room
+        evicted = rejected(lambda: store.get(done_first.task_id)).error.code
+        kept = store.get(done_second.task_id).status
+        store.create(forever)  # evicts done_second
+        refused = rejected(lambda: store.create(forever)).error  # three running: nothing may be dropped
+        return evicted, kept, refused, [store.get(r.task_id).status for r in (running, newest)]
+
+    async def main():
+        store = TaskStore(max_tasks=3)
+        async with anyio.create_task_group() as group:
+            store.attach(group)
+            result = await scenario(store)
+            group.cancel_scope.cancel()
+        return result
+
+    evicted, kept, refused, running = anyio.run(main)
+    assert evicted == INVALID_PARAMS and kept == "completed"
+    assert refused.code == t.INTERNAL_ERROR and refused.data == {"limit": 3} and "3 tasks" in refused.message
+    assert running == ["working", "working"]
 
 
 # ---------------------------------------------------------------- the real SDK client over loopback, both eras
@@ -542,6 +645,34 @@ def test_legacy_stream_closed_mid_call_is_resumed_by_the_sdk_client(server):
     assert anyio.run(scenario).content[0].text == "Reconnection test completed after closing the stream"
 
 
+def test_negative_a_session_cannot_replay_another_sessions_events(server):
+    """The SDK names POST streams by request id and shares the event store: replay must stay within the session."""
+    def legacy(http, method, params, session=None, id=2):
+        body, headers = build_request(method, params, era="legacy", id=id)
+        return http.post(server.url, json=body, headers=[*headers, *([("mcp-session-id", session)] if session else [])])
+
+    def open_session(http):
+        opened = legacy(http, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}}, id=1)
+        session = opened.headers["mcp-session-id"]
+        legacy(http, "notifications/initialized", {}, session, id=None)
+        return session
+
+    with httpx.Client(timeout=10) as http:
+        alice, bob = open_session(http), open_session(http)
+        bobs_events = parse_sse(legacy(http, "tools/call", {"name": "greet", "arguments": {"name": "bob"}}, bob).text)
+        legacy(http, "tools/call", {"name": "greet", "arguments": {"name": "alice-secret"}}, alice)  # same request id 2
+        headers = {"mcp-session-id": bob, "Last-Event-ID": next(e["id"] for e in bobs_events if e.get("id")),
+                   "Accept": "text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        replayed = ""
+        with http.stream("GET", server.url, headers=headers) as reply:
+            for chunk in reply.iter_text():  # bob's own result, then the priming event of the resumed stream
+                replayed += chunk
+                if "retry:" in replayed:
+                    break
+    assert "Hello, bob!" in replayed and "alice-secret" not in replayed  # was: alice's result replayed to bob
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_invalid_arguments_are_a_tool_error_the_model_can_read(server, mode):
     async def scenario():
@@ -575,11 +706,85 @@ def test_negative_tasks_without_the_extension_are_minus_32021(server):
     assert get.status_code == 400 and get.json()["error"]["code"] == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
+def test_legacy_clients_are_promised_no_tasks_and_can_call_every_task_tool(server):
+    """2025-11-25 has its own task protocol, not served here: no taskSupport, and 'required' tools run synchronously."""
+    async def elicitor(context, params):
+        return t.ElicitResult(action="accept", content={"confirm": True})
+
+    async def scenario():
+        async with sdk(server, "legacy") as bare:
+            listed = [tool.name for tool in (await bare.list_tools()).tools if tool.execution is not None]
+            required = await bare.call_tool("failing_job", {})
+            with pytest.raises(MCPError) as refused:
+                await bare.call_tool("confirm_delete", {"filename": "a.txt"})
+        async with sdk(server, "legacy", elicitation_callback=elicitor) as asking:
+            confirmed = await asking.call_tool("confirm_delete", {"filename": "a.txt"})
+        return listed, required, refused.value.error, confirmed
+
+    listed, required, refused, confirmed = anyio.run(scenario)
+    modern = [tool["name"] for tool in post(server, "tools/list", {}).json()["result"]["tools"] if "execution" in tool]
+    assert listed == [] and modern == []  # legacy clients were told failing_job required 2025-11-25 task augmentation
+    assert required.is_error and required.content[0].text == "The job ran and reports a tool error"  # was -32021
+    assert refused.code == MISSING_REQUIRED_CLIENT_CAPABILITY and refused.data == {"requiredCapabilities": {"elicitation": {}}}
+    assert confirmed.content[0].text == "Deleted a.txt"  # was: the client's own -32600 "Elicitation not supported"
+
+
 def test_negative_tasks_get_checks_mcp_name_and_the_task_id(server):
     mismatch = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS, headers=[("Mcp-Name", "task-y")])
     assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
     unknown = post(server, "tasks/get", {"taskId": "task-x"}, capabilities=TASKS_CAPS)
     assert unknown.json()["error"]["code"] == INVALID_PARAMS
+
+
+def test_negative_request_body_over_the_cap_is_refused_before_any_handler(server):
+    reply = post(server, "tools/call", {"name": "greet", "arguments": {"name": "x" * (MAX_REQUEST_BYTES + 1)}})
+    assert reply.status_code == 413
+    assert post(server, "tools/call", {"name": "greet", "arguments": {"name": "x" * 1000}}).status_code == 200
+
+
+def test_legacy_sessions_are_capped(server):
+    body, headers = build_request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                 "clientInfo": {"name": "t", "version": "1"}}, era="legacy")
+    with serve_app(build_app(max_sessions=2), name="capped reference") as port, httpx.Client() as http:
+        url = f"http://127.0.0.1:{port}/mcp"
+        statuses = [http.post(url, json=body, headers=headers).status_code for _ in range(3)]
+    assert statuses == [200, 200, 503]
+
+
+def test_stopping_ends_listen_streams_gracefully_and_does_not_wait_for_slow_calls():
+    import threading
+
+    lines: list[str] = []
+    outcomes: list[object] = []
+
+    def listen(url):
+        body, headers = build_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        with httpx.Client(timeout=30) as http, http.stream("POST", url, json=body, headers=headers) as reply:
+            lines.extend(reply.iter_lines())
+
+    def slow_call(url):
+        body, headers = build_request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}})
+        try:
+            outcomes.append(httpx.post(url, json=body, headers=headers, timeout=30).status_code)
+        except httpx.HTTPError as exc:
+            outcomes.append(exc)
+
+    with serve_reference() as srv:
+        threads = [threading.Thread(target=f, args=(srv.url,), daemon=True) for f in (listen, slow_call)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while not any("subscriptions/acknowledged" in line for line in lines):
+            assert time.monotonic() < deadline, "no listen acknowledgement"
+            time.sleep(0.01)
+        started = time.monotonic()
+    stopped_in = time.monotonic() - started
+    for thread in threads:
+        thread.join(timeout=10)
+    assert stopped_in < SHUTDOWN_GRACE_SECONDS + 3  # was about 10 s: uvicorn waited for the open stream until the join gave up
+    final = [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")][-1]
+    assert final["id"] == 1 and final["result"]["resultType"] == "complete"  # the listen result: a deliberate end
+    assert outcomes and not threads[1].is_alive()
 
 
 def test_port_in_use_is_a_clear_error(server):
@@ -595,6 +800,13 @@ def test_serve_reference_bad_port_is_one_line_and_exit_2(capsys):
     assert main(["serve", "reference", "--port", "70000"]) == 2
     err = capsys.readouterr().err
     assert "--port must be 0..65535" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("host", ["", "  "])
+def test_negative_serve_reference_empty_host_is_one_line_and_exit_2(capsys, host):
+    assert main(["serve", "reference", "--host", host, "--port", "0"]) == 2  # was: listened on every interface
+    err = capsys.readouterr().err
+    assert "--host needs an interface" in err and err.count("\n") == 1
 
 
 def test_serve_reference_prints_the_url_serves_and_stops_on_sigterm():

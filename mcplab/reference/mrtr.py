@@ -15,6 +15,7 @@ import hashlib
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ from ..evidence import canonical_json
 from ..stockroom.gate import MAX_STATE_CHARS, StateRejected, open_claims, seal_claims
 
 __all__ = ["Round", "Flow", "InputRequired", "Completed", "RoundKeeper", "CAPABILITY_OF", "elicit", "sample", "list_roots",
-           "answer_problem", "missing_capabilities", "plan"]
+           "answer_problem", "missing_capabilities", "capability_error", "plan"]
 
 #: Which client capability each input-request method needs.
 CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -131,10 +132,15 @@ def plan(flow: Flow, arguments: Mapping[str, Any], capabilities: Mapping[str, An
             needed.update(missing)
         usable_rounds.append(usable)
     if needed:
-        raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-                       message=f"{flow.name} needs client capabilities the request did not declare: {', '.join(sorted(needed))}",
-                       data={"requiredCapabilities": needed})
+        raise capability_error(flow.name, needed)
     return usable_rounds
+
+
+def capability_error(what: str, needed: Mapping[str, Any]) -> MCPError:
+    """-32021 naming the client capabilities ``what`` needs (``requiredCapabilities``)."""
+    return MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    message=f"{what} needs client capabilities the request did not declare: {', '.join(sorted(needed))}",
+                    data={"requiredCapabilities": dict(needed)})
 
 
 def _digest(arguments: Mapping[str, Any]) -> str:
@@ -145,10 +151,10 @@ def _digest(arguments: Mapping[str, Any]) -> str:
 class RoundKeeper:
     """Runs flows on the 2026-07-28 wire; holds the HMAC key and the spent nonces (in memory)."""
 
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)  # never in a log or traceback
     ttl: int = STATE_TTL_SECONDS
     now: Callable[[], float] = time.time
-    _spent: dict[str, float] = field(default_factory=dict, repr=False)
+    _spent: OrderedDict[str, float] = field(default_factory=OrderedDict, repr=False)  # nonce -> forget-after, oldest first
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def advance(self, flow: Flow, arguments: Mapping[str, Any] | None, *, input_responses: Mapping[str, Any] | None,
@@ -208,11 +214,15 @@ class RoundKeeper:
         return claims["round"], dict(claims.get("answers") or {}), str(claims["nonce"])
 
     def _spend(self, nonce: str) -> None:
-        """Check-and-mark in one step, so two concurrent retries with one state cannot both pass."""
+        """Check-and-mark in one step, so two concurrent retries with one state cannot both pass.
+
+        Spent nonces are kept until their state would have expired anyway, in spending order, so
+        forgetting them pops from the front (amortised O(1)) instead of scanning every nonce.
+        """
         with self._lock:
             now = self.now()
-            for old in [n for n, expires in self._spent.items() if expires < now]:
-                del self._spent[old]
+            while self._spent and next(iter(self._spent.values())) < now:
+                self._spent.popitem(last=False)
             if nonce in self._spent:
                 raise MCPError(code=INVALID_PARAMS, message="requestState was already used (replay)", data={"reason": "rejected"})
             self._spent[nonce] = now + self.ttl

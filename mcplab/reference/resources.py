@@ -2,30 +2,32 @@
 
 Design: resources are data (a table of URI -> mime type and content), read through one function
 that raises -32602 with ``data.uri`` for an unknown URI (never an empty ``contents``). Legacy
-``resources/subscribe`` keeps a set per session id; 2026-07-28 clients use ``subscriptions/listen``.
+``resources/subscribe`` keeps a set per session id (at most ``MAX_SUBSCRIPTIONS`` URIs each, in a
+bounded :class:`~mcplab.reference.sessions.SessionTable`); 2026-07-28 clients use ``subscriptions/listen``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from .media import PNG_BASE64
+from .sessions import SessionTable
 
 __all__ = ["STATIC_TEXT_URI", "STATIC_BINARY_URI", "WATCHED_URI", "TEMPLATE_URI", "RESOURCES", "TEMPLATES",
-           "read_contents", "template_id", "Subscriptions"]
+           "read_contents", "template_id", "Subscriptions", "MAX_SUBSCRIPTIONS"]
 
 STATIC_TEXT_URI = "test://static-text"
 STATIC_BINARY_URI = "test://static-binary"
 WATCHED_URI = "test://watched-resource"
 TEMPLATE_URI = "test://template/{id}/data"
+#: The most URIs one session may subscribe to (the template makes the URI space unbounded).
+MAX_SUBSCRIPTIONS = 100
 _TEMPLATE = re.compile(r"^test://template/(?P<id>[^/]+)/data$")
 
 RESOURCES: tuple[dict[str, Any], ...] = (
@@ -64,22 +66,25 @@ def read_contents(uri: str) -> list[dict[str, Any]]:
     raise MCPError(code=INVALID_PARAMS, message="Resource not found", data={"uri": uri})
 
 
-@dataclass
 class Subscriptions:
     """Legacy ``resources/subscribe`` bookkeeping: subscribed URIs per session (``None`` = no session id)."""
 
-    _by_session: dict[str | None, set[str]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self, sessions: SessionTable[set[str]] | None = None) -> None:
+        self._by_session: SessionTable[set[str]] = sessions if sessions is not None else SessionTable()
 
     def add(self, session: str | None, uri: str) -> None:
         read_contents(uri)  # subscribing to a resource that does not exist is -32602
-        with self._lock:
-            self._by_session.setdefault(session, set()).add(uri)
+
+        def subscribe(uris: set[str]) -> None:
+            if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS:
+                raise MCPError(code=INVALID_PARAMS, message=f"a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources; "
+                                                            "unsubscribe from one first", data={"limit": MAX_SUBSCRIPTIONS})
+            uris.add(uri)
+
+        self._by_session.update(session, set, subscribe)
 
     def remove(self, session: str | None, uri: str) -> None:
-        with self._lock:
-            self._by_session.get(session, set()).discard(uri)
+        self._by_session.change_existing(session, lambda uris: uris.discard(uri))
 
     def uris(self, session: str | None) -> set[str]:
-        with self._lock:
-            return set(self._by_session.get(session, set()))
+        return set(self._by_session.get(session, set()))

@@ -9,6 +9,8 @@ back channel). SSE responses are on, so progress and log notifications reach the
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -31,14 +33,16 @@ from .. import __version__
 from ..request_guard import RequestOrderGuard
 from ..serving import serve_app, transport_security, wire_dump
 from .completion import complete
-from .events import MemoryEventStore
-from .mrtr import Completed, Flow, InputRequired, RoundKeeper, plan
+from .events import MemoryEventStore, SessionScope
+from .mrtr import Completed, Flow, InputRequired, RoundKeeper, capability_error, missing_capabilities, plan
 from .prompts import PROMPT_FLOWS, PROMPTS, prompt_messages
 from .resources import RESOURCES, TEMPLATES, Subscriptions, read_contents
+from .sessions import MAX_REMEMBERED_SESSIONS, SessionTable
 from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declared
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "build_server", "build_app", "serve_reference", "RunningReference"]
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "MAX_REQUEST_BYTES", "SESSION_IDLE_SECONDS",
+           "SHUTDOWN_GRACE_SECONDS",            "build_server", "build_app", "serve_reference", "RunningReference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -55,7 +59,13 @@ CACHE_HINTS = {
 
 #: The reconnection delay suggested to 2025-11-25 clients in each SSE stream's priming event.
 RETRY_MS = 500
-_MAX_REMEMBERED_SESSIONS = 10_000  # the SDK's default session cap
+#: The largest request body accepted (the fixtures need a few kB; the SDK's default is 4 MiB).
+MAX_REQUEST_BYTES = 1024 * 1024
+#: A 2025-11-25 session with no request for this long is closed (the SDK's default is 30 minutes).
+SESSION_IDLE_SECONDS = 10 * 60
+#: On shutdown, how long responses still streaming (a 2025-11-25 GET stream, a slow call) may
+#: finish before they are cancelled; listen streams are ended gracefully before that.
+SHUTDOWN_GRACE_SECONDS = 2
 _LOG_LEVELS: tuple[str, ...] = get_args(t.LoggingLevel)  # severity-ascending
 
 _REQUEST_MODELS: dict[str, tuple[type[Any], type[Any]]] = {
@@ -78,7 +88,7 @@ def _session_of(ctx: Any) -> str | None:
 class _RequestEffects:
     """A tool's notifications for one request: on its own stream, or to the listen streams."""
 
-    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: Mapping[str | None, str]) -> None:
+    def __init__(self, ctx: Any, bus: SubscriptionBus, legacy_levels: SessionTable[str]) -> None:
         self._ctx = ctx
         self._bus = bus
         self._legacy_levels = legacy_levels
@@ -150,6 +160,9 @@ class _SyncHandle:
     async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
         if _modern(self._ctx):  # parking for input needs a task on the 2026-07-28 wire
             raise extension_required(self._tool)
+        needed = missing_capabilities(requests, wire_dump(self._ctx.session.client_capabilities) or {})
+        if needed:  # as a flow would: -32021 before asking, not the client's refusal
+            raise capability_error(self._tool, needed)
         return {key: await _ask_client(self._ctx, request) for key, request in requests.items()}
 
 
@@ -172,17 +185,37 @@ def _task_request(ctx: Any, params: _TaskParams, method: str) -> str:
     return params.taskId
 
 
+class _Shutdown:
+    """Ends the open listen streams gracefully (each gets its final result) from the thread that stops the server.
+
+    uvicorn waits for open responses before it runs the lifespan shutdown, so a listen stream,
+    which never ends by itself, must be closed first; the lifespan records the event loop.
+    """
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listen: ListenHandler | None = None
+
+    def begin(self) -> None:
+        loop, listen = self.loop, self.listen
+        if loop is not None and listen is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(listen.close)
+
+
 def _input_required(step: InputRequired) -> t.InputRequiredResult:
     return t.InputRequiredResult.model_validate(step.to_wire())
 
 
-def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None) -> Server:
+def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | None = None,
+                 shutdown: _Shutdown | None = None) -> Server:
     """The low-level MCP ``Server`` with every reference fixture."""
     keeper = keeper or RoundKeeper()
     bus = bus or InMemorySubscriptionBus()
+    shutdown = shutdown or _Shutdown()
+    shutdown.listen = ListenHandler(bus)
     subscriptions = Subscriptions()
     tasks = TaskStore()
-    legacy_levels: dict[str | None, str] = {}
+    legacy_levels: SessionTable[str] = SessionTable()
     tools = {tool.name: tool for tool in TOOLS}
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
@@ -208,9 +241,12 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
         return t.CallToolResult.model_validate(wire)
 
     async def call_task_tool(ctx: Any, tool: ToolFixture, params: t.CallToolRequestParams) -> Any:
-        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required."""
+        """A task when the request declares the extension; otherwise synchronous, or -32021 if a task is required.
+
+        Only 2026-07-28 requests can declare the extension, so 2025-11-25 clients run every task tool synchronously.
+        """
         declared = _modern(ctx) and tasks_declared(wire_dump(ctx.session.client_capabilities))
-        if tool.task == "required" and not declared:
+        if tool.task == "required" and _modern(ctx) and not declared:
             raise extension_required(tool.name)
         arguments = dict(params.arguments or {})
         answers: Mapping[str, Any] = {}
@@ -272,14 +308,12 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     async def set_logging_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
         session = _session_of(ctx)
         if session is not None:  # 2025-11-25 only (the modern wire answers logging/setLevel with 404)
-            legacy_levels.pop(session, None)
-            legacy_levels[session] = params.level
-            while len(legacy_levels) > _MAX_REMEMBERED_SESSIONS:  # oldest first: dicts keep insertion order
-                legacy_levels.pop(next(iter(legacy_levels)))
+            legacy_levels.set(session, params.level)
         return t.EmptyResult()
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
+        shutdown.loop = asyncio.get_running_loop()
         async with anyio.create_task_group() as group:  # task jobs run here; shutdown cancels them
             tasks.attach(group)
             try:
@@ -295,7 +329,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
                       on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
                       on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
                       on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
-                      on_set_logging_level=set_logging_level, on_subscriptions_listen=ListenHandler(bus))
+                      on_set_logging_level=set_logging_level, on_subscriptions_listen=shutdown.listen)
     server.extensions[TASKS_EXTENSION] = {}
     server.add_request_handler("tasks/get", _TaskParams, get_task)
     server.add_request_handler("tasks/update", _TaskParams, update_task)
@@ -303,13 +337,29 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
     return server
 
 
-def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None) -> Any:
-    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts."""
-    server = build_server(keeper=keeper)
+def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), keeper: RoundKeeper | None = None,
+              max_sessions: int = MAX_REMEMBERED_SESSIONS) -> Any:
+    """The Starlette app: MCP at ``/mcp`` for both eras, DNS-rebinding protection on loopback hosts.
+
+    Everything a client can grow is capped: request bodies, open 2025-11-25 sessions (as many as
+    the per-session tables remember; idle ones close), the event store, tasks, listen streams.
+    """
+    shutdown = _Shutdown()
+    server = build_server(keeper=keeper, shutdown=shutdown)
     app = server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
-                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts))
+                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts),
+                                     max_request_body_size=MAX_REQUEST_BYTES, max_sessions=max_sessions,
+                                     session_idle_timeout=SESSION_IDLE_SECONDS)
     app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    app.add_middleware(SessionScope)  # the event store keeps sessions apart (one store, request-id stream names)
+    app.state.begin_shutdown = shutdown.begin  # call before stopping uvicorn: ends the listen streams
     return app
+
+
+def _drop_shutdown_cancellations(record: logging.LogRecord) -> bool:
+    """Keep uvicorn's one-line "Cancel N running task(s)" notice, not the traceback of each cancelled call."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(error, asyncio.CancelledError) and "graceful shutdown" in str(error))
 
 
 @dataclass(frozen=True)
@@ -324,8 +374,21 @@ class RunningReference:
 @contextmanager
 def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
                     log_level: str = "warning") -> Iterator[RunningReference]:
-    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port)."""
+    """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port).
+
+    Leaving the block ends listen streams gracefully and gives other open responses
+    ``SHUTDOWN_GRACE_SECONDS`` before they are cancelled, so a long-lived stream cannot hold it up.
+    """
     app = build_app(host=host, allowed_hosts=allowed_hosts)
-    with serve_app(app, host=host, port=port, name="reference server", log_level=log_level) as bound:
-        shown = f"[{host}]" if ":" in host else host
-        yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    uvicorn_errors.addFilter(_drop_shutdown_cancellations)
+    try:
+        with serve_app(app, host=host, port=port, name="reference server", log_level=log_level,
+                       timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS) as bound:
+            shown = f"[{host}]" if ":" in host else host
+            try:
+                yield RunningReference(url=f"http://{shown}:{bound}/mcp", host=host, port=bound)
+            finally:
+                app.state.begin_shutdown()
+    finally:
+        uvicorn_errors.removeFilter(_drop_shutdown_cancellations)

@@ -5,7 +5,9 @@ Design: a :class:`TaskStore` of in-memory task records under one lock; each task
 shutdown cancels it. A task that needs the client parks in ``input_required`` with its pending
 ``inputRequests``; ``tasks/update`` answers some or all of them. Tool errors end ``completed``
 with ``result.isError``; exceptions end ``failed`` with an inlined JSON-RPC ``error``; a
-cancelled job ends ``cancelled``. Records live ``ttlMs`` after their last update.
+cancelled job ends ``cancelled``. Records live ``ttlMs`` after their last update, and the store
+holds at most ``max_tasks`` of them (the oldest finished ones make room; with every slot running,
+a new task is refused), so a client cannot grow it without limit.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 TASK_TTL_MS = 5 * 60 * 1000
 POLL_INTERVAL_MS = 250
+#: The most task records a store holds (running or kept for ``tasks/get``).
+MAX_TASKS = 256
 
 
 def _iso(moment: float) -> str:
@@ -107,9 +111,10 @@ Job = Callable[[TaskHandle], Awaitable[dict[str, Any]]]
 class TaskStore:
     """Task records and the task group their jobs run in (set by the server's lifespan)."""
 
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, now: Callable[[], float] = time.time, max_tasks: int = MAX_TASKS) -> None:
         self.lock = threading.Lock()
         self._now = now
+        self._max_tasks = max_tasks
         self._records: dict[str, TaskRecord] = {}
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -123,6 +128,12 @@ class TaskStore:
         record = TaskRecord(task_id=f"task-{secrets.token_hex(12)}", created=self._now(), updated=self._now())
         with self.lock:
             self._purge()
+            if len(self._records) >= self._max_tasks:
+                finished = sorted((r for r in self._records.values() if r.status in TERMINAL), key=lambda r: r.updated)
+                if not finished:
+                    raise MCPError(code=INTERNAL_ERROR, message=f"the server is already running {self._max_tasks} tasks; "
+                                                                "try again when one has finished", data={"limit": self._max_tasks})
+                del self._records[finished[0].task_id]
             self._records[record.task_id] = record
         self._group.start_soon(self._run, record, job)
         return record

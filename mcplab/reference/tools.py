@@ -53,10 +53,9 @@ class ToolFixture:
     job: TaskJob | None = None
 
     def descriptor(self) -> dict[str, Any]:
-        descriptor = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
-        if self.task is not None:
-            descriptor["execution"] = {"taskSupport": self.task}
-        return descriptor
+        """The wire ``Tool``. No ``execution.taskSupport``: that is 2025-11-25's task protocol, which this server does
+        not serve; with the 2026-07-28 extension the server decides per request whether a call becomes a task."""
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
         """Why ``arguments`` do not satisfy the input schema (JSON Schema 2020-12), empty when they do."""
