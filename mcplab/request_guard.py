@@ -5,8 +5,9 @@ Design: ``mcp`` 2.3.0 compares ``MCP-Protocol-Version`` with the body before it 
 -32602 that MISSION.md's order requires (``negative-meta-type``). The guard runs
 :func:`mcplab.requests.validate_request` on each 2026-07-28 POST and answers only the faults in
 ``GUARDED_CASES`` itself (HTTP 400, the request id, the same code and case as the recorded
-suite); every other request reaches the SDK byte for byte. Bodies above ``MAX_GUARDED_BYTES``
-pass through unread, and the SDK's own limits apply to them.
+suite); every other request reaches the SDK byte for byte. A request the SDK's transport checks
+refuse (Host, Origin, Content-Type: DNS-rebinding protection) is never judged here, so it gets the
+SDK's 421/403/400 first. Bodies above ``MAX_GUARDED_BYTES`` pass through unread.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
 
 from .errors import ProtocolViolation
 from .headers import PROTOCOL_VERSION_HEADER
@@ -57,14 +61,20 @@ def guarded_violation(body: bytes, headers: list[tuple[str, str]]) -> tuple[Any,
 
 
 class RequestOrderGuard:
-    """Wrap an ASGI app; POSTs to ``path`` are checked by :func:`guarded_violation` first."""
+    """Wrap an ASGI app; POSTs to ``path`` are checked by :func:`guarded_violation` first.
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str = "/mcp") -> None:
+    ``security`` is the app's own DNS-rebinding settings: a request they refuse goes straight on.
+    """
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str = "/mcp",
+                 security: TransportSecuritySettings | None = None) -> None:
         self.app = app
         self.path = path
+        self.transport = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path:
+        if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path
+                or await self.transport.validate_request(Request(scope), is_post=True) is not None):
             await self.app(scope, receive, send)
             return
         chunks: list[Message] = []

@@ -81,7 +81,8 @@ def _through_guard(messages: list[dict], path: str = "/mcp") -> tuple[list[bytes
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": path, "headers": [(b"mcp-protocol-version", b"2026-07-28")]}
+    scope = {"type": "http", "method": "POST", "path": path,
+             "headers": [(b"mcp-protocol-version", b"2026-07-28"), (b"content-type", b"application/json")]}
     asyncio.run(RequestOrderGuard(app)(scope, receive, send))
     return received, sent
 
@@ -100,3 +101,13 @@ def test_legacy_and_other_paths_are_not_judged():
     assert received == [body] and sent == []
     received, sent = _through_guard([{"type": "http.request", "body": body}])
     assert received == [] and sent[0]["status"] == 400
+
+
+def test_dns_rebinding_protection_answers_before_the_guard(url):
+    body, headers = build_request("tools/list", {}, era="modern", id=9)
+    body["params"]["_meta"][META_PROTOCOL_VERSION] = 20260728
+    port = url.split(":")[2].split("/")[0]
+    foreign_host = [*headers, ("Host", f"evil.example:{port}")]
+    assert _post(url, body, foreign_host).status_code == 421
+    foreign_origin = [*headers, ("Origin", "http://evil.example")]
+    assert _post(url, body, foreign_origin).status_code == 403

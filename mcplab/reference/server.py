@@ -346,11 +346,12 @@ def build_app(*, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = (), kee
     """
     shutdown = _Shutdown()
     server = build_server(keeper=keeper, shutdown=shutdown)
+    security = transport_security(host, allowed_hosts)
     app = server.streamable_http_app(stateless_http=False, json_response=False, host=host, event_store=MemoryEventStore(),
-                                     retry_interval=RETRY_MS, transport_security=transport_security(host, allowed_hosts),
+                                     retry_interval=RETRY_MS, transport_security=security,
                                      max_request_body_size=MAX_REQUEST_BYTES, max_sessions=max_sessions,
                                      session_idle_timeout=SESSION_IDLE_SECONDS)
-    app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    app.add_middleware(RequestOrderGuard, security=security)  # MISSION.md's validation order where the SDK differs
     app.add_middleware(SessionScope)  # the event store keeps sessions apart (one store, request-id stream names)
     app.state.begin_shutdown = shutdown.begin  # call before stopping uvicorn: ends the listen streams
     return app

@@ -183,7 +183,7 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
     app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                      transport_security=security,
                                      custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
-    app.add_middleware(RequestOrderGuard)  # MISSION.md's validation order where the SDK differs
+    app.add_middleware(RequestOrderGuard, security=security)  # MISSION.md's validation order where the SDK differs
     return app
 
 
