@@ -91,11 +91,11 @@ _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 
 
 def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback IP address."""
-    if host == "localhost":
+    """``localhost`` (any case) or a loopback IP address (``[::1]`` with brackets too)."""
+    if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
 

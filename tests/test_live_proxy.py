@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import threading
 
 import httpx
@@ -143,6 +144,20 @@ def test_an_upstream_that_is_down_is_a_502_not_a_hang():
     with serve_proxy(f"http://127.0.0.1:{port}/mcp") as proxy:
         answer = _post(proxy.url)
     assert answer.status_code == 502 and answer.text.startswith("upstream unreachable")
+
+
+def test_an_upstream_that_never_answers_is_a_504_after_the_upstream_timeout():
+    # A listening socket nobody accepts from: the connection opens (kernel backlog), no answer ever comes.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        upstream = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+        with serve_proxy(upstream, upstream_timeout=0.3) as proxy:
+            answer = _post(proxy.url)
+    finally:
+        silent.close()
+    assert answer.status_code == 504 and answer.text.startswith("upstream timed out")
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1", "example.org"])

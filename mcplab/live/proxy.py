@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import itertools
 import json
 import time
@@ -36,7 +35,7 @@ from starlette.routing import Route
 
 from ..errors import MCPLabError
 from ..redaction import redact
-from ..serving import serve_app
+from ..serving import is_loopback, serve_app
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
@@ -56,6 +55,8 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "prox
 _KEEP = 500
 _KEEP_BYTES = 64 * 1024 * 1024
 _RECORD_WAIT_SECONDS = 5.0
+#: How long the proxy waits on the origin (connect, each read) before it answers 504.
+UPSTREAM_TIMEOUT_SECONDS = 30.0
 
 
 class ProxyError(MCPLabError):
@@ -107,15 +108,6 @@ def _rewritten(body: bytes) -> bytes:
         return body
     message["result"][REWRITE_FIELD] = "mcplab-proxy"
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class _Records:
@@ -177,7 +169,7 @@ class _Relay(StreamingResponse):
             await self.body_iterator.aclose()  # type: ignore[attr-defined]  # our own async generator
 
 
-def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
+def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Starlette:
     """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port."""
     if mode not in PROXY_MODES:
         raise ProxyError(f"--mode {mode!r}: expected one of {', '.join(PROXY_MODES)}")
@@ -191,7 +183,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful") -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), follow_redirects=False, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(upstream_timeout), follow_redirects=False, trust_env=False) as client:
             # httpx's own defaults are not the client's request: send only what the client sent
             for name in ("accept", "accept-encoding", "user-agent"):
                 client.headers.pop(name, None)
@@ -298,16 +290,16 @@ class RunningProxy:
 
 @contextmanager
 def serve_proxy(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1", port: int = 0,
-                log_level: str = "warning") -> Iterator[RunningProxy]:
+                log_level: str = "warning", upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Iterator[RunningProxy]:
     """Run the proxy under uvicorn in a daemon thread for the ``with`` block (``port=0``: a free port).
 
     ``host`` must be a loopback address: the proxy serves what it recorded (bodies included) to
     anyone who asks, so it never listens where another machine could.
     """
-    if not _is_loopback(host):
+    if not is_loopback(host):
         raise ProxyError(f"--host {host!r}: the proxy serves its records unauthenticated, so it listens on loopback "
                          "only (127.0.0.1, ::1 or localhost)")
-    app = build_proxy_app(upstream, mode)
+    app = build_proxy_app(upstream, mode, upstream_timeout=upstream_timeout)
     with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level,
                    server_header=False, date_header=False) as bound:
         shown = f"[{host}]" if ":" in host else host
