@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "':memory:' keeps nothing)")
     stock.add_argument("--allow-host", action="append", default=[], metavar="HOST",
                        help="also accept this Host header, e.g. 'hub.example:*' behind a proxy (repeatable)")
-    stock.add_argument("--no-admin", action="store_true", help="no /stockroom/trace and /stockroom/reset routes "
+    stock.add_argument("--no-admin", action="store_true", help="none of the /stockroom/* helper routes (ledger, trace, drafts, reset, approvals) "
                        "(they are on by default only for loopback hosts)")
     stock.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                        help="uvicorn log level (default warning)")
@@ -377,9 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "test it (nothing excused)")
     conf.add_argument("--requirements", default="2026-07-28", choices=["2026-07-28", "2025-11-25"],
                       help="requirement set (default 2026-07-28)")
-    conf.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "
+    excuse = conf.add_mutually_exclusive_group()
+    excuse.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "
                       "packaged baseline is used with --stockroom")
-    conf.add_argument("--no-baseline", action="store_true", help="score every check, excuse nothing")
+    excuse.add_argument("--no-baseline", action="store_true", help="score every check, excuse nothing")
     conf.add_argument("--output", metavar="DIR", help="keep the runner's checks.json folders here")
     conf.add_argument("--json", action="store_true", help="print JSON instead of a table")
     conf.set_defaults(func=_cmd_conformance)

@@ -285,3 +285,11 @@ def test_reset_needs_a_json_object(server):
 def test_any_loopback_address_serves_itself():
     with serve_stockroom(host="127.0.0.2") as srv, StockroomClient(srv.url) as client:
         assert client.read_stock()["ledger_version"] == 1
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25", "2026-07-28"])
+def test_get_mcp_is_405_not_a_stream_that_never_ends(server, version):
+    headers = {"Accept": "text/event-stream", **({"MCP-Protocol-Version": version} if version else {})}
+    reply = httpx.get(server.url, headers=headers, timeout=5)
+    assert reply.status_code == 405
+    assert "POST" in reply.headers["allow"]

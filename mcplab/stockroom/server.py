@@ -8,7 +8,9 @@ serves 2026-07-28 and 2025-11-25. Course conveniences that are not MCP live besi
 ``GET /stockroom/trace``, ``GET /stockroom/ledger``, ``GET /stockroom/drafts``, ``POST /stockroom/reset``, and the
 out-of-band approvals of the 2025-11-25 path, ``GET /stockroom/approvals`` and
 ``POST /stockroom/approvals/{id}`` (``admin=False`` removes them; by default they exist only on
-loopback hosts, behind the same Host/Origin checks as ``/mcp``).
+loopback hosts, behind the same Host/Origin checks as ``/mcp``). A ``GET /mcp`` is 405: a stateless
+stockroom never pushes anything, and the SDK would otherwise hold a 2025-11-25 listen stream open
+that no event ever reaches.
 """
 
 from __future__ import annotations
@@ -184,7 +186,24 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
                                      transport_security=security,
                                      custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
     app.add_middleware(RequestOrderGuard, security=security)  # MISSION.md's validation order where the SDK differs
+    app.add_middleware(_NoListenStream)
     return app
+
+
+class _NoListenStream:
+    """``GET /mcp`` answers 405 (the transport's way to say "no server-initiated stream here")."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "/mcp":
+            body = b"GET /mcp: this stateless server sends nothing unasked; POST requests instead\n"
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"allow", b"POST"), (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 @dataclass
