@@ -6,7 +6,8 @@ integer ``code`` and a string ``message``; a modern server carries each known pr
 with its HTTP status (-32020/-32021/-32022/-32602/-32600/-32700 -> 400, -32601 -> 404) and a
 success with 200; a notification gets HTTP 202 and an empty body, never a JSON-RPC response.
 A ``text/event-stream`` answer is judged event by event: related notifications, then exactly
-one response with the request's id.
+one response with the request's id; an event with empty data (a resumable server's priming event)
+carries no message and is skipped.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def _validate_stream(body: Any, request: Any, status: int | None, era: str) -> d
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     response: dict[str, Any] | None = None
     for index, event in enumerate(events):
+        if not event["data"].strip():
+            continue  # the priming event of a resumable stream: an id (and retry) with empty data, no message
         message = parse_message(event["data"], case="negative-response-unparsable", code=INVALID_REQUEST)
         if not isinstance(message, dict):
             raise _fail("negative-response-unparsable", f"event {index} is not one JSON-RPC message")

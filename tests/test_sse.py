@@ -37,6 +37,13 @@ def test_a_related_stream_yields_its_response(newline):
     assert validate_response(body, REQ, status=200, headers=SSE) == RESULT
 
 
+def test_a_priming_event_with_empty_data_is_not_a_message():
+    # A resumable server opens its stream with an id (and retry) and empty data, then answers.
+    body = "id: ev-0\nretry: 1000\ndata: \n\n" + stream(PROGRESS, RESULT)
+    assert validate_response(body, REQ, status=200, headers=SSE) == RESULT
+    assert case_of("id: ev-0\ndata:\n\n") == "negative-response-unparsable"  # priming alone is no answer
+
+
 def case_of(body, request=REQ, status=200, era="modern") -> str:
     with pytest.raises(ProtocolViolation) as info:
         validate_response(body, request, status=status, headers=SSE, era=era)

@@ -65,6 +65,8 @@ class StockroomClient(StockroomAPI):
         self._ids = itertools.count(1)
         self._http = httpx.Client(timeout=timeout)
         self._initialized = False
+        #: A 2025-11-25 server may keep a session (``Mcp-Session-Id`` on the ``initialize`` answer): echoed after.
+        self._session_id: str | None = None
         #: The 2025-11-25 ``initialize`` result once it was received (server info, capabilities, instructions).
         self.initialize_result: dict[str, Any] | None = None
 
@@ -88,10 +90,14 @@ class StockroomClient(StockroomAPI):
             self._initialize()
         body, headers = build_request(method, params, era=self.era, id=next(self._ids),
                                       capabilities=self.client_capabilities, client_info=_CLIENT_INFO)
+        if self._session_id is not None:
+            headers.append(("Mcp-Session-Id", self._session_id))
         try:
             reply = self._http.post(self.url, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise StockroomConnectionError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
+        if method == "initialize":
+            self._session_id = reply.headers.get("mcp-session-id") or None
         response = self._response_of(reply)
         self.history.append(_sealed_tokens_shortened(redact({"request": body, "status": reply.status_code, "response": response})))
         try:
@@ -106,7 +112,8 @@ class StockroomClient(StockroomAPI):
         media = (reply.headers.get("content-type") or "").split(";")[0].strip().lower()
         try:
             if media == "text/event-stream":
-                events = [json.loads(event["data"]) for event in parse_sse(reply.content)]
+                # events without data (a resumable server's priming event) carry no message
+                events = [json.loads(event["data"]) for event in parse_sse(reply.content) if event.get("data", "").strip()]
                 final = [event for event in events if isinstance(event, dict) and "id" in event]
                 if final:
                     return final[-1]
@@ -124,6 +131,8 @@ class StockroomClient(StockroomAPI):
             raise StockroomConnectionError(f"{self.url}: initialize failed: {response['error'].get('message')}")
         self.initialize_result = response["result"]
         body, headers = build_request("notifications/initialized", era="legacy", id=None)
+        if self._session_id is not None:
+            headers.append(("Mcp-Session-Id", self._session_id))
         self._http.post(self.url, json=body, headers=headers)
 
     # MCP --------------------------------------------------------------------------------
