@@ -170,6 +170,33 @@ def probe_era(client: httpx.Client, url: str, mode: str, allow_legacy: bool, ext
     return decision, captures
 
 
+def _open_session(client: httpx.Client, url: str, decision: dict[str, Any], captures: list[Capture],
+                 extra: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Finish a 2025-11-25 handshake: the headers every later request to ``url`` carries.
+
+    A legacy server may keep a session (``Mcp-Session-Id`` on its ``initialize`` answer) and
+    refuse any request without it; the lifecycle also requires ``notifications/initialized``
+    before other requests. Both are done here (the notification's capture is appended to
+    ``captures``); a modern decision needs neither (an empty list)."""
+    if decision["era"] != "legacy":
+        return []
+    session = captures[-1].header("mcp-session-id")
+    headers = [("Mcp-Session-Id", session)] if session else []
+    body, sent = build_request("notifications/initialized", era="legacy", id=None)
+    captures.append(send(client, url, [*sent, *extra, *headers], body))
+    return headers
+
+
+def _close_session(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], extra: Sequence[tuple[str, str]]) -> None:
+    """End a 2025-11-25 session (``DELETE`` with its id) so it does not stay open on the server;
+    a server that refuses (405) or is gone is left as it is."""
+    if any(name.lower() == "mcp-session-id" for name, _ in headers):
+        try:
+            client.delete(url, headers=[("MCP-Protocol-Version", LEGACY_VERSION), *extra, *headers])
+        except httpx.HTTPError:
+            pass
+
+
 def _offered_tools(client: httpx.Client, url: str, era: str, extra: Sequence[tuple[str, str]]) -> list[str]:
     body, headers = build_request("tools/list", era=era, client_info=_CLIENT_INFO if era == "modern" else None)
     result = (_message(send(client, url, [*headers, *extra], body)) or {}).get("result")
@@ -234,6 +261,37 @@ def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | Non
             "detail": "the proxy passed on faithfully what the origin answered it, which differs from the direct answer"}
 
 
+def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript], direct_extra: list[tuple[str, str]],
+               via_extra: list[tuple[str, str]], only: Collection[str], progress: Progress | None) -> None:
+    """Every applicable case directly (and via), one row each, into ``result.rows``. The extra
+    headers of each target include its 2025-11-25 session, if it keeps one."""
+    url, via, decision = result.url, result.via, result.era
+    era = decision["era"]
+    tools = _offered_tools(client, url, era, direct_extra)
+    cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities")) if not only or c.name in only]
+    runnable = [c for c in cases if c.applies]
+    done = 0
+    for case in cases:
+        row: dict[str, Any] = {"case": case.key, "name": case.name, "class": case.template.cls, "boundary": case.boundary,
+                               "applies": case.applies, "reason": case.reason, "description": case.template.description,
+                               "direct": None, "via": None, "change": None, "evidence": {}}
+        if case.applies:
+            body, sent = _request_body(case), case.template.exchanges[0].request_headers
+            direct = send(client, url, [*sent, *direct_extra], body)
+            row["direct"] = judge_capture(case, direct)
+            row["evidence"]["direct"] = direct.to_evidence()
+            if via is not None:
+                proxied = send(client, via, [*sent, *via_extra], body)
+                record = _record(client, via, proxied)
+                row["via"] = _via_cell(case, direct, proxied, record)
+                row["evidence"]["via"] = proxied.to_evidence()
+                row["change"] = _change(row["direct"], row["via"])
+            done += 1
+            if progress is not None:
+                progress(done, len(runnable), case.key)
+        result.rows.append(row)
+
+
 def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", allow_legacy: bool = False,
               headers: Sequence[tuple[str, str]] = (), transcripts: Iterable[Transcript] | None = None,
               timeout: float = 10.0, only: Collection[str] = (), progress: Progress | None = None) -> CheckResult:
@@ -258,36 +316,18 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
     suite = list(load_transcripts() if transcripts is None else transcripts)
     with capture_client(timeout) as client:
         decision, probes = probe_era(client, url, era_mode, allow_legacy, extra, timeout)
+        sessions = [(url, _open_session(client, url, decision, probes, extra))]
         result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes])
-        if via is not None:
-            result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)
-            result.probes += [p.to_evidence() for p in via_probes]
-        era = decision["era"]
-        if era is None:
-            result.seconds = time.perf_counter() - started
-            return result
-        tools = _offered_tools(client, url, era, extra)
-        cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities")) if not only or c.name in only]
-        runnable = [c for c in cases if c.applies]
-        done = 0
-        for case in cases:
-            row: dict[str, Any] = {"case": case.key, "name": case.name, "class": case.template.cls, "boundary": case.boundary,
-                                   "applies": case.applies, "reason": case.reason, "description": case.template.description,
-                                   "direct": None, "via": None, "change": None, "evidence": {}}
-            if case.applies:
-                body, sent = _request_body(case), [*case.template.exchanges[0].request_headers, *extra]
-                direct = send(client, url, sent, body)
-                row["direct"] = judge_capture(case, direct)
-                row["evidence"]["direct"] = direct.to_evidence()
-                if via is not None:
-                    proxied = send(client, via, sent, body)
-                    record = _record(client, via, proxied)
-                    row["via"] = _via_cell(case, direct, proxied, record)
-                    row["evidence"]["via"] = proxied.to_evidence()
-                    row["change"] = _change(row["direct"], row["via"])
-                done += 1
-                if progress is not None:
-                    progress(done, len(runnable), case.key)
-            result.rows.append(row)
+        try:
+            if via is not None:
+                result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)
+                sessions.append((via, _open_session(client, via, result.via_era, via_probes, extra)))
+                result.probes += [p.to_evidence() for p in via_probes]
+            if decision["era"] is not None:
+                _run_cases(client, result, suite, [*extra, *sessions[0][1]], [*extra, *sessions[-1][1]] if via else [],
+                           only, progress)
+        finally:
+            for target, session in sessions:
+                _close_session(client, target, session, extra)
     result.seconds = time.perf_counter() - started
     return result

@@ -1,0 +1,87 @@
+"""``mcplab check`` on servers that speak only 2025-11-25: the real reference server (stateful
+sessions, resumable SSE) and the stockroom (stateless), each behind a filter that answers every
+2026-07-28 request the way a 2025-11-25 server does (400, -32000, no modern error code)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from starlette.responses import JSONResponse
+
+from mcplab.live import run_check, serve_proxy
+from mcplab.reference.server import build_app as reference_app
+from mcplab.serving import serve_app
+from mcplab.stockroom.ledger import MEMORY, Ledger
+from mcplab.stockroom.rules import Stockroom
+from mcplab.stockroom.server import build_app as stockroom_app
+
+
+class LegacyOnly:
+    """ASGI filter: a request naming a 2026 protocol version is refused as a 2025-11-25 server refuses it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        version = dict(scope.get("headers", ())).get(b"mcp-protocol-version", b"") if scope["type"] == "http" else b""
+        if version.startswith(b"2026"):
+            refusal = JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32000, "message": f"Bad Request: Unsupported protocol version: {version.decode()}"}}, status_code=400)
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def reference_legacy():
+    with serve_app(LegacyOnly(reference_app()), port=0, name="legacy-only reference") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def stockroom_legacy():
+    with serve_app(LegacyOnly(stockroom_app(Stockroom(Ledger(MEMORY)), json_response=False)), port=0, name="legacy-only stockroom") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def _sent(evidence, name):
+    return [v for k, v in evidence["request"]["headers"] if k.lower() == name]
+
+
+@pytest.mark.parametrize("server", ["reference_legacy", "stockroom_legacy"])
+def test_legacy_is_chosen_only_when_allowed_and_never_in_strict_mode(request, server):
+    url = request.getfixturevalue(server)
+    refused = run_check(url)
+    assert refused.era["era"] is None and refused.era["observations"][0] == {"kind": "jsonrpc_error", "code": -32000, "status": 400}
+    assert len(refused.probes) == 1 and not refused.ok  # no initialize was even sent
+    strict = run_check(url, era_mode="strict", allow_legacy=True)
+    assert strict.era["era"] is None and strict.era["case"] == "era-strict-unproven" and len(strict.probes) == 1
+
+
+def test_a_stateful_legacy_server_is_checked_inside_its_session_and_the_session_is_closed(reference_legacy):
+    with serve_proxy(reference_legacy) as proxy:
+        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
+    assert result.era["era"] == result.via_era["era"] == "legacy" and result.era["case"] == "era-fallback-legacy-proven"
+    row = next(r for r in result.rows if r["applies"])
+    # without the session id the server answered 400 "Missing session ID", judged negative-id-mismatch
+    assert row["case"] == "golden-legacy-list" and row["direct"]["status"] == row["via"]["status"] == "pass", row
+    assert result.ok and result.issues == [] and row["change"] is None and row["via"]["hopsRecorded"]
+    direct_session = _sent(row["evidence"]["direct"], "mcp-session-id")
+    via_session = _sent(row["evidence"]["via"], "mcp-session-id")
+    assert len(direct_session) == len(via_session) == 1 and direct_session != via_session  # one session per target
+    initialized = [p for p in result.probes if (p["request"]["body"] or {}).get("method") == "notifications/initialized"]
+    assert [p["response"]["status"] for p in initialized] == [202, 202]
+    # the sessions were ended: the server no longer knows them
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}
+    for session in (direct_session[0], via_session[0]):
+        answer = httpx.post(reference_legacy, json=body, headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25",
+                                                                  "Accept": "application/json, text/event-stream"})
+        assert answer.status_code == 404
+
+
+def test_a_stateless_legacy_server_is_checked_without_a_session(stockroom_legacy):
+    result = run_check(stockroom_legacy, allow_legacy=True)
+    assert result.era["era"] == "legacy" and result.ok
+    row = next(r for r in result.rows if r["applies"])
+    assert row["case"] == "golden-legacy-list" and row["direct"]["status"] == "pass"
+    assert _sent(row["evidence"]["direct"], "mcp-session-id") == []
