@@ -17,9 +17,10 @@ what provokes the behaviour the case names, so a live answer proves or refutes t
 - transcripts with follow-up exchanges are not replayed (the retry must carry state the server
   issues); ``golden-additive-field`` is about what a client keeps from a field the server chooses
   to send, so it is judged on every live response instead.
-Built live cases: a server that offers ``read_stock`` (the stockroom) also gets
-``golden-modern-call.read-stock`` and ``golden-sse-stream.read-stock`` (a progress token asks it
-to stream; a JSON answer leaves the stream case not applicable).
+Built live cases: a server that offers a known streaming tool, ``read_stock`` (the stockroom) or
+``test_tool_with_progress`` (the reference server), also gets ``golden-modern-call.<tool>`` and
+``golden-sse-stream.<tool>`` (a progress token asks it to stream; a JSON answer leaves the stream
+case not applicable), so every known server has a real stream to compare through a proxy.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY
 from ..requests import build_request
 from ..transcript import Exchange, Transcript
 
-__all__ = ["LiveCase", "plan_live_cases", "built_cases", "STREAM_TOOL_NAME", "PROGRESS_TOKEN"]
+__all__ = ["LiveCase", "plan_live_cases", "built_cases", "STREAM_TOOL_NAME", "STREAM_TOOLS", "PROGRESS_TOKEN"]
 
 #: The read-only tool the built cases call (the stockroom's; it streams progress for a token).
 STREAM_TOOL_NAME = "read_stock"
+#: Tools that take no arguments and stream progress for a token -> the variant of their built cases
+#: (the first one a server offers is used).
+STREAM_TOOLS = {STREAM_TOOL_NAME: "read-stock", "test_tool_with_progress": "tool-with-progress"}
 PROGRESS_TOKEN = "mcplab-live-1"
 _JUDGED_ON_EVERY_RESPONSE = frozenset({"golden-additive-field"})
 
@@ -97,16 +101,18 @@ def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapp
 
 
 def built_cases(era: str, tools: Collection[str]) -> list[LiveCase]:
-    """Live cases built for a server that offers ``read_stock`` (modern era only)."""
-    if era != "modern" or STREAM_TOOL_NAME not in tools:
+    """Live cases built for a server that offers one of ``STREAM_TOOLS`` (modern era only)."""
+    tool = next((name for name in STREAM_TOOLS if name in tools), None)
+    if era != "modern" or tool is None:
         return []
+    variant = STREAM_TOOLS[tool]
     cases = []
-    for name, variant, meta, stream, what in (
-        ("golden-modern-call", "read-stock", {}, False, "tools/call read_stock: a complete result with content"),
-        ("golden-sse-stream", "read-stock", {"progressToken": PROGRESS_TOKEN}, True,
-         "tools/call read_stock with a progress token: related progress events, then the result, then end of stream"),
+    for name, meta, stream, what in (
+        ("golden-modern-call", {}, False, f"tools/call {tool}: a complete result with content"),
+        ("golden-sse-stream", {"progressToken": PROGRESS_TOKEN}, True,
+         f"tools/call {tool} with a progress token: related progress events, then the result, then end of stream"),
     ):
-        body, headers = build_request("tools/call", {"name": STREAM_TOOL_NAME, "arguments": {}, "_meta": meta},
+        body, headers = build_request("tools/call", {"name": tool, "arguments": {}, "_meta": meta},
                                       client_info={"name": "mcplab", "version": "live"})
         template = Transcript(name=name, cls="golden", era=era, description=what, variant=variant, source="<built live case>",
                               exchanges=[Exchange(headers, body, 200, [], None)])
