@@ -4,6 +4,8 @@ sessions, resumable SSE) and the stockroom (stateless), each behind a filter tha
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from starlette.responses import JSONResponse
@@ -66,6 +68,9 @@ def test_a_stateful_legacy_server_is_checked_inside_its_session_and_the_session_
     # without the session id the server answered 400 "Missing session ID", judged negative-id-mismatch
     assert row["case"] == "golden-legacy-list" and row["direct"]["status"] == row["via"]["status"] == "pass", row
     assert result.ok and result.issues == [] and row["change"] is None and row["via"]["hopsRecorded"]
+    for column in ("direct", "via"):  # each resumable stream opened with a priming event (an id, no data): no message
+        priming, answer = row["evidence"][column]["response"]["events"]
+        assert priming["id"] and priming["data"] is None and answer["data"]["id"] == 1
     direct_session = _sent(row["evidence"]["direct"], "mcp-session-id")
     via_session = _sent(row["evidence"]["via"], "mcp-session-id")
     assert len(direct_session) == len(via_session) == 1 and direct_session != via_session  # one session per target
@@ -85,3 +90,41 @@ def test_a_stateless_legacy_server_is_checked_without_a_session(stockroom_legacy
     row = next(r for r in result.rows if r["applies"])
     assert row["case"] == "golden-legacy-list" and row["direct"]["status"] == "pass"
     assert _sent(row["evidence"]["direct"], "mcp-session-id") == []
+
+
+def test_the_command_line_json_and_report_name_the_legacy_era_and_how_it_was_proven(reference_legacy, tmp_path, capsys):
+    from mcplab.cli import main
+
+    page = tmp_path / "legacy.html"
+    with serve_proxy(reference_legacy) as proxy:
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--report", str(page)]) == 0
+        out = capsys.readouterr().out
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and "golden-legacy-list  PASS    PASS" in out
+    assert data["era"]["legacyEvidence"] == data["viaEra"]["legacyEvidence"] == {"kind": "initialize_success", "protocolVersion": "2025-11-25"}
+    assert [(r["case"], r["change"]) for r in data["rows"] if r["applies"]] == [("golden-legacy-list", None)]
+    html = page.read_text()
+    assert "era: <b>legacy</b> (<code>era-fallback-legacy-proven</code>" in html and "(era legacy)" in html
+    assert "behaviour change in the era decision" not in html
+
+
+def test_without_the_allowance_the_command_line_says_how_to_allow_legacy(reference_legacy, capsys):
+    from mcplab.cli import main
+
+    assert main(["check", "--url", reference_legacy]) == 1
+    assert "pass --allow-legacy" in capsys.readouterr().out
+    assert main(["check", "--url", reference_legacy, "--era", "strict", "--allow-legacy"]) == 1
+    assert "--allow-legacy" not in capsys.readouterr().out  # strict mode never chooses legacy: no such advice
+
+
+def test_an_era_decision_that_differs_through_the_proxy_is_a_named_behaviour_change(reference_legacy):
+    from mcplab.live.report import render_report
+    from mcplab.reference.server import serve_reference
+
+    with serve_reference(port=0) as modern:  # "via" answers server/discover: the era flips to modern
+        result = run_check(reference_legacy, via=modern.url, allow_legacy=True)
+    assert result.era["era"] == "legacy" and result.via_era["era"] == "modern" and not result.ok
+    page = render_report(result)
+    assert "behaviour change in the era decision, boundary: <b>intermediary</b>" in page
+    assert "<code>era-fallback-legacy-proven</code>, through the proxy <code>era-strict-modern-proven</code>" in page

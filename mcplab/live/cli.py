@@ -92,7 +92,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     era = result.era
     print(f"era: {era['era']} ({era['case']}): {era['reason']}")
     if era["era"] is None:
-        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era")
+        hint = ("; if this endpoint may be 2025-11-25, pass --allow-legacy so a successful initialize can prove it"
+                if era["mode"] == "fallback" and not era["legacyAllowed"] else "")
+        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era{hint}")
     if result.via_era is not None and result.via_era["era"] != era["era"]:
         print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]

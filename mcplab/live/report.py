@@ -136,7 +136,12 @@ def render_report(result: CheckResult) -> str:
                     f"<details><summary class=small>evidence</summary><pre>{evidence}</pre></details></td>{cells}</tr>")
     head = "<th>case</th><th>direct</th>" + ("<th>via proxy</th><th>behaviour change</th>" if via else "")
     verdict = "PASS: every applicable case passed" if data["ok"] else "FAIL"
-    via_line = f"<li>via proxy: <code>{_e(via)}</code> (era {_e((data['viaEra'] or {}).get('era'))})</li>" if via else ""
+    via_era = data["viaEra"] or {}
+    via_line = f"<li>via proxy: <code>{_e(via)}</code> (era {_e(via_era.get('era'))})</li>" if via else ""
+    if via and via_era.get("era") != era.get("era"):  # the probe itself changed through the proxy: a failure of its own
+        via_line += (f'<li class="fail">behaviour change in the era decision, boundary: <b>intermediary</b>: directly '
+                     f"<code>{_e(era.get('case'))}</code>, through the proxy <code>{_e(via_era.get('case'))}</code> "
+                     f"({_e(via_era.get('reason'))})</li>")
     issues = ", ".join(f"<code>{_e(i)}</code>" for i in data["issues"]) or "none"
     era_json = html.escape(json.dumps(era, indent=1, ensure_ascii=False))
     return f"""<!DOCTYPE html>
