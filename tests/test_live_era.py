@@ -75,3 +75,26 @@ def test_the_probe_waits_no_longer_than_the_timeout_given():
         result = run_check(f"http://127.0.0.1:{port}/mcp", timeout=0.3)
     assert result.era["era"] is None and result.era["observations"][0]["kind"] == "timeout"
     assert result.seconds < 1.5  # the probe used to wait a fixed 5 s whatever --timeout said
+
+
+def test_a_legacy_transcript_recorded_for_another_version_is_not_replayed_on_an_older_session():
+    async def mcp(request: Request) -> Response:  # a 2025-06-18 server: knows no later version header
+        message = await request.json()
+        version = request.headers.get("mcp-protocol-version")
+        if version not in (None, "2025-06-18"):
+            return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"Unsupported: {version}"}},
+                                status_code=400)
+        if message.get("method") == "initialize":
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "older", "version": "1"}}})
+        if "id" not in message:
+            return Response(status_code=202)
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+
+    with serve_app(Starlette(routes=[Route("/mcp", mcp, methods=["POST"])]), port=0) as port:
+        result = run_check(f"http://127.0.0.1:{port}/mcp", allow_legacy=True)
+    assert result.era["era"] == "legacy" and result.era["legacyEvidence"]["protocolVersion"] == "2025-06-18"
+    (row,) = [r for r in result.rows if r["case"] == "golden-legacy-list"]
+    # replayed as recorded it would carry MCP-Protocol-Version 2025-11-25 and be refused, blamed on the origin
+    assert not row["applies"] and "negotiated 2025-06-18" in row["reason"] and row["direct"] is None
+    assert result.issues == []

@@ -78,11 +78,20 @@ def _tool(t: Transcript) -> Any:
     return params.get("name") if isinstance(params, dict) else None
 
 
-def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapping[str, Any]) -> str:
+def _recorded_version(t: Transcript) -> str | None:
+    """The ``MCP-Protocol-Version`` header the transcript's request carries (``None`` without one)."""
+    return next((v for k, v in t.exchanges[0].request_headers if k.lower() == "mcp-protocol-version"), None)
+
+
+def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapping[str, Any], version: str | None) -> str:
     """Empty when ``t`` applies live; otherwise the reason."""
     boundary = (t.expect or {}).get("boundary")
     if t.era != era:
         return f"recorded for the {t.era} era; this server's era is {era}"
+    recorded = _recorded_version(t)
+    if era == "legacy" and version is not None and recorded is not None and recorded != version:
+        return (f"recorded for a {recorded} session; this server negotiated {version}, so the replayed "
+                "MCP-Protocol-Version header would be wrong for it")
     if len(t.exchanges) > 1:
         return "its later requests carry state the server issues (requestState); a replay cannot reproduce them"
     if boundary in ("client", "serializer", "intermediary"):
@@ -121,10 +130,13 @@ def built_cases(era: str, tools: Collection[str]) -> list[LiveCase]:
 
 
 def plan_live_cases(transcripts: Iterable[Transcript], era: str, tools: Collection[str] = (),
-                    capabilities: Mapping[str, Any] | None = None) -> list[LiveCase]:
-    """Every transcript as a :class:`LiveCase` (applying or with its reason), then the built cases."""
+                    capabilities: Mapping[str, Any] | None = None, version: str | None = None) -> list[LiveCase]:
+    """Every transcript as a :class:`LiveCase` (applying or with its reason), then the built cases.
+
+    ``version`` is the legacy version ``initialize`` negotiated: a legacy transcript recorded for
+    another version does not apply (its request names its own version in a header)."""
     planned = []
     for t in transcripts:
-        reason = _why_not(t, era, tools, capabilities or {})
+        reason = _why_not(t, era, tools, capabilities or {}, version)
         planned.append(LiveCase(t, applies=not reason, reason=reason))
     return planned + built_cases(era, tools)

@@ -268,7 +268,9 @@ def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript
     url, via, decision = result.url, result.via, result.era
     era = decision["era"]
     tools = _offered_tools(client, url, era, direct_extra)
-    cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities")) if not only or c.name in only]
+    negotiated = (decision.get("legacyEvidence") or {}).get("protocolVersion") if era == "legacy" else None
+    cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities"), negotiated)
+             if not only or c.name in only]
     runnable = [c for c in cases if c.applies]
     done = 0
     for case in cases:
