@@ -52,4 +52,8 @@ def test_stockroom_cases_are_built_only_when_read_stock_is_offered():
     assert stream.applies and stream.stream and not call.stream
     request = stream.template.exchanges[0].request
     assert request["params"]["name"] == "read_stock" and request["params"]["_meta"]["progressToken"]
-    assert "golden-sse-stream.read-stock" not in _plan(era="legacy", tools=["read_stock"])
+    legacy = _plan(era="legacy", tools=["read_stock"])
+    assert "golden-modern-call.read-stock" not in legacy  # a 2026-07-28 invariant
+    built = legacy["golden-sse-stream.read-stock"]  # the stream invariant holds in both eras
+    assert built.applies and built.stream and built.template.era == "legacy"
+    assert ("MCP-Protocol-Version", "2025-11-25") in built.template.exchanges[0].request_headers

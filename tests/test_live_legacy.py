@@ -5,6 +5,7 @@ sessions, resumable SSE) and the stockroom (stateless), each behind a filter tha
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -65,6 +66,7 @@ def test_a_stateful_legacy_server_is_checked_inside_its_session_and_the_session_
         result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
     assert result.era["era"] == result.via_era["era"] == "legacy" and result.era["case"] == "era-fallback-legacy-proven"
     row = next(r for r in result.rows if r["applies"])
+    assert [r["case"] for r in result.rows if r["applies"]] == ["golden-legacy-list", "golden-sse-stream.tool-with-progress"]
     # without the session id the server answered 400 "Missing session ID", judged negative-id-mismatch
     assert row["case"] == "golden-legacy-list" and row["direct"]["status"] == row["via"]["status"] == "pass", row
     assert result.ok and result.issues == [] and row["change"] is None and row["via"]["hopsRecorded"]
@@ -101,9 +103,10 @@ def test_the_command_line_json_and_report_name_the_legacy_era_and_how_it_was_pro
         out = capsys.readouterr().out
         assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and "golden-legacy-list  PASS    PASS" in out
+    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and re.search(r"golden-legacy-list +PASS +PASS +-", out)
     assert data["era"]["legacyEvidence"] == data["viaEra"]["legacyEvidence"] == {"kind": "initialize_success", "protocolVersion": "2025-11-25"}
-    assert [(r["case"], r["change"]) for r in data["rows"] if r["applies"]] == [("golden-legacy-list", None)]
+    assert [(r["case"], r["change"]) for r in data["rows"] if r["applies"]] == [
+        ("golden-legacy-list", None), ("golden-sse-stream.tool-with-progress", None)]
     html = page.read_text()
     assert "era: <b>legacy</b> (<code>era-fallback-legacy-proven</code>" in html and "(era legacy)" in html
     assert "behaviour change in the era decision" not in html
@@ -128,3 +131,13 @@ def test_an_era_decision_that_differs_through_the_proxy_is_a_named_behaviour_cha
     page = render_report(result)
     assert "behaviour change in the era decision, boundary: <b>intermediary</b>" in page
     assert "<code>era-fallback-legacy-proven</code>, through the proxy <code>era-strict-modern-proven</code>" in page
+
+
+def test_a_buffering_proxy_is_caught_on_a_legacy_stream_that_opens_with_a_priming_event(reference_legacy):
+    with serve_proxy(reference_legacy, "buffer-sse") as proxy:
+        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
+    row = next(r for r in result.rows if r["case"] == "golden-sse-stream.tool-with-progress")
+    assert row["direct"]["status"] == "pass" and row["direct"]["timing"]["eventCount"] >= 4  # priming, 3 progress, result
+    assert row["evidence"]["direct"]["response"]["events"][0]["data"] is None
+    assert row["via"]["observed"] == "negative-sse-buffered" and row["change"]["boundary"] == "intermediary"
+    assert result.issues == ["negative-sse-buffered"]

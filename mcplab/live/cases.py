@@ -20,7 +20,8 @@ what provokes the behaviour the case names, so a live answer proves or refutes t
 Built live cases: a server that offers a known streaming tool, ``read_stock`` (the stockroom) or
 ``test_tool_with_progress`` (the reference server), also gets ``golden-modern-call.<tool>`` and
 ``golden-sse-stream.<tool>`` (a progress token asks it to stream; a JSON answer leaves the stream
-case not applicable), so every known server has a real stream to compare through a proxy.
+case not applicable), so every known server has a real stream to compare through a proxy; in the
+legacy era only the stream case is built (it is era-neutral; the call case is a 2026-07-28 one).
 """
 
 from __future__ import annotations
@@ -110,9 +111,10 @@ def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapp
 
 
 def built_cases(era: str, tools: Collection[str]) -> list[LiveCase]:
-    """Live cases built for a server that offers one of ``STREAM_TOOLS`` (modern era only)."""
+    """Live cases built for a server that offers one of ``STREAM_TOOLS``: both in the modern era;
+    in the legacy era only the stream case (``golden-modern-call`` is a 2026-07-28 invariant)."""
     tool = next((name for name in STREAM_TOOLS if name in tools), None)
-    if era != "modern" or tool is None:
+    if tool is None:
         return []
     variant = STREAM_TOOLS[tool]
     cases = []
@@ -121,8 +123,10 @@ def built_cases(era: str, tools: Collection[str]) -> list[LiveCase]:
         ("golden-sse-stream", {"progressToken": PROGRESS_TOKEN}, True,
          f"tools/call {tool} with a progress token: related progress events, then the result, then end of stream"),
     ):
-        body, headers = build_request("tools/call", {"name": tool, "arguments": {}, "_meta": meta},
-                                      client_info={"name": "mcplab", "version": "live"})
+        if era == "legacy" and not stream:
+            continue
+        body, headers = build_request("tools/call", {"name": tool, "arguments": {}, "_meta": meta}, era=era,
+                                      client_info={"name": "mcplab", "version": "live"} if era == "modern" else None)
         template = Transcript(name=name, cls="golden", era=era, description=what, variant=variant, source="<built live case>",
                               exchanges=[Exchange(headers, body, 200, [], None)])
         cases.append(LiveCase(template, applies=True, stream=stream))
