@@ -141,3 +141,19 @@ def test_a_buffering_proxy_is_caught_on_a_legacy_stream_that_opens_with_a_primin
     assert row["evidence"]["direct"]["response"]["events"][0]["data"] is None
     assert row["via"]["observed"] == "negative-sse-buffered" and row["change"]["boundary"] == "intermediary"
     assert result.issues == ["negative-sse-buffered"]
+
+
+#: In front of a 2025-11-25 server (every answer a stream, no legacy negative to provoke a 4xx):
+#: what each mode can show. collapse-errors has no protocol error to collapse there.
+LEGACY_ISSUES = {"faithful": [], "collapse-errors": [], "rewrite-body": ["negative-proxy-changed-body"],
+                 "buffer-sse": ["negative-sse-buffered"]}
+
+
+def test_each_proxy_mode_in_front_of_a_legacy_server_shows_only_its_own_issue(reference_legacy):
+    from mcplab.live import PROXY_MODES
+
+    for mode in PROXY_MODES:
+        with serve_proxy(reference_legacy, mode) as proxy:
+            result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
+        assert result.era["era"] == "legacy" and result.issues == LEGACY_ISSUES[mode], mode
+        assert all(row["direct"]["status"] == "pass" for row in result.rows if row["applies"]), mode

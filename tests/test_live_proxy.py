@@ -188,3 +188,19 @@ def test_a_client_that_goes_away_closes_the_origins_stream_too(origin):
         assert ORIGIN_STREAM_CLOSED.wait(timeout=5.0)
         recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
     assert recorded["complete"] is True and recorded["origin"]["body"]["text"].startswith("data: ")
+
+
+def test_rewrite_body_rewrites_only_the_result_event_of_a_stream_whatever_the_chunking():
+    from mcplab.live.proxy import REWRITE_FIELD, _EventRewriter
+    from mcplab.sse import parse_sse
+
+    stream = (b"id: 1_1\r\ndata: \r\nretry: 500\r\n\r\n: keep-alive\r\n\r\n"
+              b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\r\n\r\n'
+              b'id: 2_1\r\nevent: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{"tools":[]}}\r\n\r\n')
+    for size in (1, 7, len(stream)):
+        rewriter = _EventRewriter()
+        out = b"".join(rewriter.feed(stream[i:i + size]) for i in range(0, len(stream), size)) + rewriter.rest()
+        before, after = parse_sse(stream), parse_sse(out)
+        assert [e["data"] for e in after[:2]] == [e["data"] for e in before[:2]]  # priming event and notification kept
+        assert [e["id"] for e in after] == [e["id"] for e in before]
+        assert json.loads(after[2]["data"])["result"] == {"tools": [], REWRITE_FIELD: "mcplab-proxy"}

@@ -3,7 +3,8 @@
 Modes: ``faithful`` streams the origin's status, headers that matter, body bytes and events
 through unchanged; ``collapse-errors`` answers an origin 4xx JSON-RPC error with HTTP 500 (body
 and content type kept, so the collapse is its only fault); ``rewrite-body`` adds a field to the
-``result`` of every JSON (non-stream) answer; ``buffer-sse`` holds an event stream until it ends
+``result`` of every JSON answer (in a stream: of each event that carries one, event by event, so
+streaming is kept and the change is its only fault); ``buffer-sse`` holds an event stream until it ends
 and then sends it at once. Hop-by-hop headers (and those ``Connection`` names) stay on their hop,
 repeated headers stay separate lines, and httpx adds none of its defaults. Every exchange is
 recorded as the proxy saw it (ingress; the request it sent the origin and the origin's answer)
@@ -19,6 +20,7 @@ import asyncio
 import base64
 import itertools
 import json
+import re
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
@@ -108,6 +110,35 @@ def _rewritten(body: bytes) -> bytes:
         return body
     message["result"][REWRITE_FIELD] = "mcplab-proxy"
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_DATA_LINE = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
+
+
+class _EventRewriter:
+    """``rewrite-body`` on an event stream: each complete event whose one ``data`` line is a
+    JSON-RPC result gets the rewrite; comments, priming events and notifications pass unchanged."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        self._pending += chunk
+        out = []
+        while (end := _EVENT_END.search(self._pending)) is not None:
+            event, self._pending = self._pending[:end.end()], self._pending[end.end():]
+            lines = _DATA_LINE.findall(event.replace(b"\r\n", b"\n"))
+            if len(lines) == 1 and lines[0].strip():
+                data = lines[0].rstrip(b"\r")
+                rewritten = _rewritten(data)
+                event = event.replace(data, rewritten, 1) if rewritten != data else event
+            out.append(event)
+        return b"".join(out)
+
+    def rest(self) -> bytes:
+        rest, self._pending = self._pending, b""
+        return rest
 
 
 class _Records:
@@ -233,13 +264,18 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: 
         egress = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
         stream = is_event_stream(answer.headers.get("content-type"))
         length = answer.headers.get("content-length")
+        encoded = answer.headers.get("content-encoding", "identity").lower() != "identity"
         if mode == "faithful" or (stream and mode != "buffer-sse"):
+            rewriter = _EventRewriter() if mode == "rewrite-body" and stream and not encoded else None
+
             async def relay() -> AsyncIterator[bytes]:
                 try:
                     async for chunk in answer.aiter_raw():
                         chunks.append(chunk)
                         records.grew(number, len(chunk))
-                        yield chunk
+                        yield chunk if rewriter is None else rewriter.feed(chunk)
+                    if rewriter is not None:
+                        yield rewriter.rest()
                 except httpx.HTTPError as exc:
                     entry["failure"] = f"{type(exc).__name__}: {exc}"
                     relayed.broken = True
@@ -247,8 +283,9 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: 
                     entry["complete"] = True
                     await answer.aclose()
             relayed = _Relay(relay(), status_code=answer.status_code)
-            # the bytes are relayed unchanged, so the origin's Content-Length still holds
-            relayed.raw_headers = _raw(egress + ([("content-length", length)] if length is not None else []))
+            # the bytes are relayed unchanged (unless rewritten), so the origin's Content-Length still holds
+            kept_length = length is not None and rewriter is None
+            relayed.raw_headers = _raw(egress + ([("content-length", length)] if kept_length else []))
             return relayed
         try:
             async for chunk in answer.aiter_raw():  # raw: a compressed body stays as the origin encoded it
@@ -262,7 +299,6 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: 
             await answer.aclose()
         data = b"".join(chunks)
         status = answer.status_code
-        encoded = answer.headers.get("content-encoding", "identity").lower() != "identity"
         if mode == "collapse-errors" and 400 <= status < 500 and not encoded and _is_jsonrpc_error(data):
             status = 500
         elif mode == "rewrite-body" and not stream and not encoded:
