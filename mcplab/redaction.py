@@ -4,6 +4,11 @@ Design: key names are *folded* (lowercase, every non-alphanumeric dropped) so ca
 snake, dotted and spaced spellings meet one deny-list of suffixes; one traversal both builds the
 redacted copy and records the JSONPath-like path of every replaced value, so a review can see
 WHICH field was redacted without seeing its value. The rules are data, versioned below.
+
+Rules version 2 (was 1): a password in a URL's userinfo is redacted too (``http://u:[pw]@h``), the
+``Mcp-Session-Id`` header (a 2025-11-25 session credential) is secret, a subtree nested deeper
+than :data:`MAX_DEPTH` containers is replaced by :data:`TOO_DEEP` (so hostile JSON cannot raise
+``RecursionError``), and :func:`redact_urls_in` applies the URL rules to URLs inside free text.
 """
 
 from __future__ import annotations
@@ -19,14 +24,18 @@ __all__ = [
     "SECRET_KEY_FAMILIES",
     "SECRET_KEY_SUFFIXES",
     "NON_SECRET_KEYS",
+    "SECRET_KEY_NAMES",
+    "MAX_DEPTH",
+    "TOO_DEEP",
     "fold_key",
     "is_secret_key",
     "redact",
     "redaction_paths",
+    "redact_urls_in",
 ]
 
 #: Bump whenever a table below changes: evidence digests made under other rules differ.
-REDACTION_RULES_VERSION = 1
+REDACTION_RULES_VERSION = 2
 
 #: What replaces a secret value (in URLs it is percent-encoded, see ``redact``).
 REDACTED = "[REDACTED]"
@@ -68,9 +77,23 @@ SECRET_KEY_SUFFIXES: tuple[str, ...] = (
 #: progress notifications (redacting it would hide which request a notification belongs to).
 NON_SECRET_KEYS: frozenset[str] = frozenset({"progresstoken"})
 
+#: Folded keys that are secret as a whole though no suffix matches: ``Mcp-Session-Id``, the
+#: 2025-11-25 session id, lets whoever holds it act inside the session (rules version 2).
+SECRET_KEY_NAMES: frozenset[str] = frozenset({"mcpsessionid"})
+
+#: Containers nested inside this many containers are not walked: the whole subtree becomes
+#: :data:`TOO_DEEP` (and its path is reported), so redaction never recurses without a bound.
+MAX_DEPTH = 100
+
+#: What replaces a subtree nested deeper than :data:`MAX_DEPTH`.
+TOO_DEEP = f"[REDACTED: nested deeper than {MAX_DEPTH} levels]"
+
 _NON_ALNUM = re.compile(r"[^0-9a-z]")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _URL_PREFIXES = ("http://", "https://", "ws://", "wss://")
+#: A URL inside free text (any scheme): it ends at whitespace, a quote or an angle bracket, and
+#: sentence punctuation at its very end (``.``, ``)``...) is left to the text.
+_URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>`]*[^\s'\"<>`.,;:!?)\]}]")
 #: ``REDACTED`` as it appears inside a URL query or fragment: percent-encoded so the URL stays
 #: valid (RFC 3986 does not allow raw brackets there); decoding it gives back ``REDACTED``.
 _REDACTED_IN_URL = quote(REDACTED, safe="")
@@ -95,7 +118,7 @@ def is_secret_key(name: object) -> bool:
     folded = fold_key(name)
     if folded in NON_SECRET_KEYS:
         return False
-    return folded.endswith(SECRET_KEY_SUFFIXES)
+    return folded in SECRET_KEY_NAMES or folded.endswith(SECRET_KEY_SUFFIXES)
 
 
 def redact(obj: Any) -> Any:
@@ -106,9 +129,11 @@ def redact(obj: Any) -> Any:
     - inside a list, a header pair ``[name, value]`` (list or tuple of exactly two items, first a
       secret key name) gets the value replaced; so does a HAR-style header object
       ``{"name": <secret key name>, "value": ...}`` wherever it appears;
-    - an ``http(s)``/``ws(s)`` URL string has the values of secret-named query (and fragment) parameters
-      replaced by ``%5BREDACTED%5D``, the percent-encoded :data:`REDACTED`; the rest of the URL
-      is kept byte for byte;
+    - an ``http(s)``/``ws(s)`` URL string has the password of its userinfo and the values of
+      secret-named query (and fragment) parameters replaced by ``%5BREDACTED%5D``, the
+      percent-encoded :data:`REDACTED` (a password that already reads :data:`REDACTED` is kept);
+      the rest of the URL is kept byte for byte;
+    - a dict, list or tuple nested inside :data:`MAX_DEPTH` containers becomes :data:`TOO_DEEP`;
     - bytes and other scalars are returned as they are.
 
     Idempotent: ``redact(redact(x)) == redact(x)``.
@@ -121,12 +146,23 @@ def redaction_paths(obj: Any) -> list[str]:
 
     Examples: ``$.headers.Authorization``, ``$.headers['X-Api-Key']``,
     ``$.requestHeaders[0][1]``, ``$.body.params.clientSecret``, ``$.url?token`` (a URL query
-    parameter), ``$.url#access_token`` (a URL fragment parameter). Already redacted values are
-    reported too, so ``redaction_paths(redact(x)) == redaction_paths(x)``.
+    parameter), ``$.url#access_token`` (a URL fragment parameter), ``$.url@password`` (the
+    userinfo password), or the path of a subtree replaced by :data:`TOO_DEEP`. Already redacted
+    values are reported too, so ``redaction_paths(redact(x)) == redaction_paths(x)``.
     """
     paths: list[str] = []
     _walk(obj, "$", paths, in_list=False)
     return paths
+
+
+def redact_urls_in(text: str) -> str:
+    """``text`` (an error message, a log line) with every URL in it redacted as :func:`redact` does.
+
+    A URL starts with ``scheme://`` (any scheme, ``ftp://`` too) and ends at whitespace, a quote or an angle
+    bracket (trailing sentence punctuation excluded): ``"cannot reach http://u:pw@h/mcp?token=t"`` becomes
+    ``"cannot reach http://u:%5BREDACTED%5D@h/mcp?token=%5BREDACTED%5D"``.
+    """
+    return _URL_IN_TEXT.sub(lambda match: _redact_url(match.group(0), "$", []), str(text))
 
 
 def _key_path(parent: str, key: object) -> str:
@@ -137,8 +173,11 @@ def _key_path(parent: str, key: object) -> str:
     return f"{parent}['{escaped}']"
 
 
-def _walk(obj: Any, path: str, paths: list[str], *, in_list: bool) -> Any:
-    """The one traversal behind :func:`redact` and :func:`redaction_paths`."""
+def _walk(obj: Any, path: str, paths: list[str], *, in_list: bool, depth: int = 0) -> Any:
+    """The one traversal behind :func:`redact` and :func:`redaction_paths` (``depth``: enclosing containers)."""
+    if isinstance(obj, (Mapping, list, tuple)) and depth >= MAX_DEPTH:
+        paths.append(path)
+        return TOO_DEEP
     if isinstance(obj, Mapping):
         har_header = _is_har_header(obj)
         out: dict[Any, Any] = {}
@@ -148,15 +187,17 @@ def _walk(obj: Any, path: str, paths: list[str], *, in_list: bool) -> Any:
                 paths.append(child)
                 out[key] = REDACTED
             else:
-                out[key] = _walk(value, child, paths, in_list=False)
+                out[key] = _walk(value, child, paths, in_list=False, depth=depth + 1)
         return out
     if isinstance(obj, (list, tuple)):
         if in_list and len(obj) == 2 and is_secret_key(obj[0]):
             paths.append(f"{path}[1]")
             return [obj[0], REDACTED]
-        return [_walk(item, f"{path}[{i}]", paths, in_list=True) for i, item in enumerate(obj)]
+        return [_walk(item, f"{path}[{i}]", paths, in_list=True, depth=depth + 1) for i, item in enumerate(obj)]
     if isinstance(obj, str) and obj[:8].lower().startswith(_URL_PREFIXES):
         return _redact_url(obj, path, paths)
+    if obj == TOO_DEEP:  # an already replaced subtree is reported again (idempotent paths)
+        paths.append(path)
     return obj
 
 
@@ -167,11 +208,27 @@ def _is_har_header(obj: Mapping[Any, Any]) -> bool:
 def _redact_url(url: str, path: str, paths: list[str]) -> str:
     before_fragment, hash_sign, fragment = url.partition("#")
     base, question, query = before_fragment.partition("?")
+    base = _redact_userinfo(base, path, paths)
     if question:
         query = _redact_params(query, f"{path}?", paths)
     if hash_sign:
         fragment = _redact_params(fragment, f"{path}#", paths)
     return f"{base}{question}{query}{hash_sign}{fragment}"
+
+
+def _redact_userinfo(base: str, path: str, paths: list[str]) -> str:
+    """``scheme://user:password@host/path`` with the password replaced (the last ``@`` ends the userinfo)."""
+    start = base.index("://") + 3
+    slash = base.find("/", start)
+    end = len(base) if slash < 0 else slash
+    userinfo, at, hostport = base[start:end].rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not (at and colon and password):
+        return base
+    paths.append(f"{path}@password")
+    if password != REDACTED:  # a password already shown as REDACTED (unencoded) is kept as it is
+        password = _REDACTED_IN_URL
+    return f"{base[:start]}{user}:{password}@{hostport}{base[end:]}"
 
 
 def _redact_params(params: str, prefix: str, paths: list[str]) -> str:

@@ -11,13 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcplab.redaction import (
+    MAX_DEPTH,
     NON_SECRET_KEYS,
     REDACTED,
     REDACTION_RULES_VERSION,
     SECRET_KEY_FAMILIES,
+    TOO_DEEP,
     fold_key,
     is_secret_key,
     redact,
+    redact_urls_in,
     redaction_paths,
 )
 
@@ -42,7 +45,7 @@ MARKER = "S3CR3T"
 
 def test_family_table_is_covered():
     assert set(FAMILY_WORDS) == set(SECRET_KEY_FAMILIES)
-    assert REDACTION_RULES_VERSION == 1
+    assert REDACTION_RULES_VERSION == 2
 
 
 def _case(word: str, style: str) -> str:
@@ -192,7 +195,8 @@ def test_non_secret_keys_keep_their_values(doc):
 
 any_keys = safe_keys | secret_spellings().map(lambda fk: fk[1]) | st.just("progressToken")
 any_scalars = safe_scalars | secret_strings | st.sampled_from(
-    ["http://h/p?token=abc&x=1", "https://h/?api_key=k#access_token=t&s=1", "http://h/?a=1"]
+    ["http://h/p?token=abc&x=1", "https://h/?api_key=k#access_token=t&s=1", "http://h/?a=1",
+     "http://u:pw@h:1/mcp?token=t", "http://u:[REDACTED]@h/", TOO_DEEP]
 )
 any_documents = st.recursive(
     any_scalars,
@@ -277,3 +281,59 @@ def test_tuples_become_lists():
 
 def test_websocket_urls_are_redacted_too():
     assert redact({"u": "wss://h/p?token=abc&x=1"}) == {"u": "wss://h/p?token=%5BREDACTED%5D&x=1"}
+
+
+def test_url_userinfo_password_is_redacted():
+    doc = {"url": "http://user:hunter22@h.example:8080/mcp?x=1", "plain": "https://user@h/", "empty": "http://u:@h/"}
+    out = redact(doc)
+    assert out == {"url": "http://user:%5BREDACTED%5D@h.example:8080/mcp?x=1", "plain": "https://user@h/", "empty": "http://u:@h/"}
+    assert redaction_paths(doc) == ["$.url@password"]
+    assert redact(out) == out and redaction_paths(out) == ["$.url@password"]
+
+
+def test_url_userinfo_password_with_an_at_sign_and_in_header_values():
+    doc = {"headers": [["Referer", "https://u:p@ss@h/x"]], "list": ["ws://a:b@h"]}
+    assert redact(doc) == {"headers": [["Referer", "https://u:%5BREDACTED%5D@h/x"]], "list": ["ws://a:%5BREDACTED%5D@h"]}
+
+
+def test_a_password_already_shown_as_redacted_is_kept():
+    assert redact("http://u:[REDACTED]@h/") == "http://u:[REDACTED]@h/"
+
+
+def test_mcp_session_id_is_a_secret_header():
+    doc = {"headers": [["Mcp-Session-Id", "3f2c-session"], ["mcp-session-id", "x"]], "map": {"MCP-Session-ID": "y"},
+           "har": [{"name": "mcp-session-id", "value": "z"}], "sessionId": "kept"}
+    out = redact(doc)
+    assert out == {"headers": [["Mcp-Session-Id", REDACTED], ["mcp-session-id", REDACTED]], "map": {"MCP-Session-ID": REDACTED},
+                   "har": [{"name": "mcp-session-id", "value": REDACTED}], "sessionId": "kept"}
+
+
+def _nested(levels: int, leaf: object) -> object:
+    doc = leaf
+    for _ in range(levels):
+        doc = [doc]
+    return doc
+
+
+def test_deeply_nested_evidence_does_not_raise_recursion_error():
+    doc = {"body": _nested(10_000, {"token": "t"})}
+    out = redact(doc)
+    assert "t" not in json.dumps(out).replace(TOO_DEEP, "").replace("body", "")
+    assert redaction_paths(doc) == ["$.body" + "[0]" * (MAX_DEPTH - 1)]
+    assert redact(out) == out and redaction_paths(out) == redaction_paths(doc)
+
+
+def test_nesting_up_to_max_depth_is_kept_whole():
+    doc = _nested(MAX_DEPTH, "leaf")  # MAX_DEPTH lists: the innermost sits inside MAX_DEPTH - 1 containers
+    assert redact(doc) == doc and redaction_paths(doc) == []
+    deeper = _nested(MAX_DEPTH + 1, "leaf")
+    assert redact(deeper) == _nested(MAX_DEPTH, TOO_DEEP)
+
+
+def test_redact_urls_in_free_text():
+    text = ("--url 'http://u:s3cr3t@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=abc&x=1). "
+            "ws://a:b@h, http://plain/")
+    out = redact_urls_in(text)
+    assert out == ("--url 'http://u:%5BREDACTED%5D@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=%5BREDACTED%5D&x=1). "
+                   "ws://a:%5BREDACTED%5D@h, http://plain/")
+    assert redact_urls_in("no url here: token=abc") == "no url here: token=abc"
