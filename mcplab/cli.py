@@ -1,16 +1,16 @@
 """The ``mcplab`` command: a thin layer where every command is one library call.
 
 Exit codes: 0 success, 1 a check failed (a transcript case, a gate), 2 bad input (usage,
-a malformed file, an unknown case name): one line on stderr, never a traceback.
+a malformed file, an unknown case name): one line on stderr, never a traceback. Every error line
+(and every URL the CLI echoes) goes through :func:`~mcplab.redaction.redact_urls_in`, so a
+password or token in a command-line URL never reaches the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from .cases import CASES
 from .errors import MCPLabError
 from .flightdeck.cli import add_preflight_command
 from .live.cli import add_live_commands
+from .redaction import redact_urls_in
 from .transcript import load_transcript, load_transcripts, run_transcript
 
 __all__ = ["main", "build_parser"]
@@ -26,6 +27,17 @@ __all__ = ["main", "build_parser"]
 
 class UsageError(MCPLabError):
     """Bad command-line input (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with URL secrets redacted from its usage errors (``invalid choice: 'http://u:pw@h'``)."""
+
+    def error(self, message: str) -> Any:
+        super().error(redact_urls_in(message))
+
+
+def _error(text: str) -> None:
+    print(f"mcplab: error: {redact_urls_in(text)}", file=sys.stderr)
 
 
 def _print_json(data: Any) -> None:
@@ -116,32 +128,10 @@ def _db_arg(value: str | None) -> str:
     return value
 
 
-def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
-    from .stockroom.server import serve_stockroom
-
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be 0..65535, got {args.port}")
-    db = _db_arg(args.db)
-    stop = threading.Event()
-    # Ctrl-C and SIGTERM only set an event: no KeyboardInterrupt can land inside start-up or shutdown.
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
-                             admin=False if args.no_admin else None, log_level=args.log_level,
-                             json_response=not args.sse) as srv:
-            if not stop.is_set():
-                print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
-                stop.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    print("mcplab stockroom stopped", file=sys.stderr)
-    return 0
-
-
-def _cmd_serve_reference(args: argparse.Namespace) -> int:
-    from .reference.server import serve_reference
-    from .serving import is_loopback, run_until_signal
+def _check_listen(args: argparse.Namespace) -> None:
+    """The listening checks both ``serve`` commands share: --port in range, --host not empty, and a
+    warning when a non-loopback --host turns the Host/Origin checks off (no --allow-host)."""
+    from .serving import is_loopback
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0..65535, got {args.port}")
@@ -150,6 +140,27 @@ def _cmd_serve_reference(args: argparse.Namespace) -> int:
     if not is_loopback(args.host) and not args.allow_host:
         print(f"mcplab: warning: --host {args.host} is not loopback, so Host/Origin checks (DNS-rebinding protection) are off; "
               "pass --allow-host NAME:* to turn them on", file=sys.stderr)
+
+
+def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
+    from .serving import run_until_signal
+    from .stockroom.server import serve_stockroom
+
+    _check_listen(args)
+    db = _db_arg(args.db)
+    run_until_signal(serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
+                                     admin=False if args.no_admin else None, log_level=args.log_level,
+                                     json_response=not args.sse),
+                     lambda srv: print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True))
+    print("mcplab stockroom stopped", file=sys.stderr)
+    return 0
+
+
+def _cmd_serve_reference(args: argparse.Namespace) -> int:
+    from .reference.server import serve_reference
+    from .serving import run_until_signal
+
+    _check_listen(args)
     run_until_signal(serve_reference(host=args.host, port=args.port, allowed_hosts=args.allow_host, log_level=args.log_level),
                      lambda srv: print(f"mcplab reference server serving {srv.url}  (2026-07-28 and 2025-11-25; Ctrl-C stops)",
                                        flush=True))
@@ -281,10 +292,10 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     target = serve_stockroom() if args.stockroom else serve_reference() if args.reference else nullcontext(None)
     with target as srv:
         url = srv.url if srv is not None else args.url
-        print(f"mcplab: running the official runner against {url} ({args.requirements})", file=sys.stderr)
+        print(f"mcplab: running the official runner against {redact_urls_in(url)} ({args.requirements})", file=sys.stderr)
         run = run_official(url, args.requirements, baseline=baseline, output_dir=args.output, runner=runner)
     if args.json:
-        _print_json({"url": run.url, "requirements": run.requirements, "exitCode": run.exit_code,
+        _print_json({"url": redact_urls_in(run.url), "requirements": run.requirements, "exitCode": run.exit_code,
                      "baseline": str(run.baseline) if run.baseline else None,
                      "scenarios": {"passed": run.passed_scenarios, "total": run.total_scenarios},
                      "checks": {"passed": run.passed_checks, "failed": run.failed_checks,
@@ -294,7 +305,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         rows = [["PASS" if s.passed else "FAIL", s.scenario,
                  f"{sum(c.status == 'SUCCESS' for c in s.checks)}/{len(s.checks)}"] for s in run.scored]
         print(_table(rows, ["RESULT", "SCENARIO", "CHECKS"]))
-        print(run.summary())
+        print(redact_urls_in(run.summary()))
         if run.baseline is not None:
             print(f"baseline {run.baseline}: runner exit {run.exit_code} "
                   f"({'every failure is excused with a reason' if run.ok else 'unexcused failures or stale entries'})")
@@ -302,7 +313,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
+    parser = _Parser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the seed demo: transcripts, real SDK diff, proxy evidence, release gate")
@@ -400,13 +411,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except MCPLabError as exc:
-        print(f"mcplab: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
     except OSError as exc:  # e.g. --evidence names a directory or an unwritable place
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"mcplab: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        _error(f"cannot write{where}: {exc.strerror or exc}")
         return 2
     except KeyboardInterrupt:
         print("mcplab: interrupted", file=sys.stderr)

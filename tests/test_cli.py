@@ -101,3 +101,32 @@ def test_deeply_nested_transcript_file_is_one_line(tmp_path):
     path.write_text("[" * 100000, encoding="utf-8")
     proc = run("transcripts", "run", "--file", str(path))
     assert proc.returncode == 2 and "nested too deeply" in proc.stderr and "Traceback" not in proc.stderr
+
+
+SECRET = "s3cr3t-pw"
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--url", f"http://u:{SECRET}@127.0.0.1:1/mcp"],
+    ["check", "--url", f"http://127.0.0.1:1/mcp?access_token={SECRET}"],
+    ["conformance", "--url", f"http://u:{SECRET}@127.0.0.1:1/mcp"],
+    ["conformance", "--url", f"ftp://u:{SECRET}@127.0.0.1/x"],
+    ["conformance", "--url", f"http://u:{SECRET}@[::1/mcp"],
+    ["preflight", "--url", f"http://u:{SECRET}@127.0.0.1:1/mcp", "inspect-server"],
+    ["check", "--url", "http://127.0.0.1:1/mcp", "--era", f"http://u:{SECRET}@127.0.0.1/"],  # an argparse usage error
+])
+def test_a_secret_in_a_command_line_url_never_reaches_the_terminal(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and "mcplab" in err and "error" in err
+    assert SECRET not in out + err and ("%5BREDACTED%5D" in err or "[REDACTED]" in err)
+    assert "Traceback" not in err
+
+
+def test_a_secret_in_the_url_stays_out_of_a_real_process_output():
+    proc = run("conformance", "--url", f"http://user:{SECRET}@127.0.0.1:1/mcp")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert SECRET not in proc.stdout + proc.stderr and "user:%5BREDACTED%5D@127.0.0.1:1" in proc.stderr
