@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from mcplab.cli import main
+from mcplab.errors import MCPLabError
 from mcplab.stockroom import Stockroom, StockroomClient
 
 RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
@@ -171,3 +172,51 @@ def test_ctrl_c_while_starting_is_a_clean_stop(tmp_path):
             proc.wait()
     assert "Traceback" not in err
     assert proc.returncode in (0, 130) and ("stopped" in err or "interrupted" in err)
+
+
+class _NotListening(MCPLabError):
+    """What the stand-in servers raise instead of listening."""
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Both servers replaced by stand-ins that record the host asked for and stop with an error: nothing listens."""
+    import mcplab.reference.server
+    import mcplab.stockroom.server
+
+    hosts: list[str] = []
+
+    def stand_in(*args, host, **kwargs):
+        hosts.append(host)
+        raise _NotListening("stand-in: not listening")
+
+    monkeypatch.setattr(mcplab.stockroom.server, "serve_stockroom", stand_in)
+    monkeypatch.setattr(mcplab.reference.server, "serve_reference", stand_in)
+    return hosts
+
+
+SERVE = {"stockroom": ["serve", "stockroom", "--db", ":memory:"], "reference": ["serve", "reference"]}
+
+
+@pytest.mark.parametrize("command", sorted(SERVE))
+@pytest.mark.parametrize("host", ["", "   "])
+def test_serve_refuses_an_empty_host_for_both_servers(served, capsys, command, host):
+    assert main([*SERVE[command], "--host", host, "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--host needs an interface" in err and err.count("\n") == 1 and served == []
+
+
+@pytest.mark.parametrize("command", sorted(SERVE))
+def test_serve_warns_on_a_non_loopback_host_without_allow_host(served, capsys, command):
+    main([*SERVE[command], "--host", "192.0.2.10", "--port", "0"])
+    assert "warning: --host 192.0.2.10 is not loopback" in capsys.readouterr().err
+    main([*SERVE[command], "--host", "192.0.2.10", "--port", "0", "--allow-host", "hub.example:*"])
+    main([*SERVE[command], "--host", "::1", "--port", "0"])
+    assert "warning" not in capsys.readouterr().err
+    assert served == ["192.0.2.10", "192.0.2.10", "::1"]
+
+
+@pytest.mark.parametrize("command", sorted(SERVE))
+def test_serve_refuses_a_port_out_of_range_for_both_servers(served, capsys, command):
+    assert main([*SERVE[command], "--port", "70000"]) == 2
+    assert "--port must be 0..65535" in capsys.readouterr().err and served == []
