@@ -293,3 +293,39 @@ def test_get_mcp_is_405_not_a_stream_that_never_ends(server, version):
     reply = httpx.get(server.url, headers=headers, timeout=5)
     assert reply.status_code == 405
     assert "POST" in reply.headers["allow"]
+
+
+ADMIN_POSTS = ["/stockroom/reset", "/stockroom/approvals/AP-0123456789ab"]
+
+
+@pytest.mark.parametrize("path", ADMIN_POSTS)
+def test_admin_post_body_over_64_kib_is_413(server, path):
+    from mcplab.stockroom.server import ADMIN_MAX_BODY_BYTES
+
+    big = json.dumps({"action": "accept", "pad": "x" * ADMIN_MAX_BODY_BYTES}).encode()
+    with StockroomClient(server.url) as client, httpx.Client() as http:
+        before = client.snapshot()
+        reply = http.post(server.base_url + path, content=big, headers={"Content-Type": "application/json"})
+        assert reply.status_code == 413 and str(ADMIN_MAX_BODY_BYTES) in reply.json()["error"]
+        # without a Content-Length (chunked): the read itself stops at the limit
+        chunked = http.post(server.base_url + path, content=iter([big[:40_000], big[40_000:]]),
+                            headers={"Content-Type": "application/json"})
+        assert "content-length" not in chunked.request.headers and chunked.status_code == 413
+        assert client.snapshot() == before
+
+
+@pytest.mark.parametrize("path", ADMIN_POSTS)
+def test_admin_post_deeply_nested_json_is_400_not_500(server, path):
+    deep = b'{"action":' + b"[" * 20_000 + b"]" * 20_000 + b"}"
+    with httpx.Client() as http:
+        reply = http.post(server.base_url + path, content=deep, headers={"Content-Type": "application/json"})
+        assert reply.status_code == 400 and "nested too deeply" in reply.json()["error"]
+        # the server is still fine
+        assert http.get(server.base_url + "/stockroom/ledger").status_code == 200
+
+
+def test_admin_decision_needs_a_json_object(server):
+    with httpx.Client() as http:
+        reply = http.post(server.base_url + "/stockroom/approvals/AP-0123456789ab", content=b"[1]",
+                          headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400 and "JSON object" in reply.json()["error"]

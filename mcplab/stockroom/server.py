@@ -10,7 +10,8 @@ out-of-band approvals of the 2025-11-25 path, ``GET /stockroom/approvals`` and
 ``POST /stockroom/approvals/{id}`` (``admin=False`` removes them; by default they exist only on
 loopback hosts, behind the same Host/Origin checks as ``/mcp``). A ``GET /mcp`` is 405: a stateless
 stockroom never pushes anything, and the SDK would otherwise hold a 2025-11-25 listen stream open
-that no event ever reaches.
+that no event ever reaches. The admin POST bodies are read up to :data:`ADMIN_MAX_BODY_BYTES`
+(more is 413) and must be one JSON object (invalid, or nested too deeply to parse, is 400).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
 
-__all__ = ["SERVER_NAME", "INSTRUCTIONS", "PROGRESS_INTERVAL_SECONDS", "build_server", "build_app",
+__all__ = ["SERVER_NAME", "INSTRUCTIONS", "PROGRESS_INTERVAL_SECONDS", "ADMIN_MAX_BODY_BYTES", "build_server", "build_app",
            "serve_stockroom", "RunningServer", "ServeError"]
 
 SERVER_NAME = "mcplab-stockroom"
@@ -55,6 +56,38 @@ INSTRUCTIONS = (
 #: ``len(items) * PROGRESS_INTERVAL_SECONDS``, long enough that a buffering proxy shows (first-event
 #: latency close to the whole duration) while a direct stream's first event arrives at once.
 PROGRESS_INTERVAL_SECONDS = 0.05
+#: The largest body an admin POST (reset, an approval decision) may send; the answer to more is 413.
+ADMIN_MAX_BODY_BYTES = 64 * 1024
+
+
+class _BadBody(Exception):
+    """An admin POST body that is refused: ``status`` and a one-line ``error``."""
+
+    def __init__(self, status: int, error: str) -> None:
+        super().__init__(error)
+        self.status, self.error = status, error
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The body of an admin POST as a JSON object, read up to :data:`ADMIN_MAX_BODY_BYTES` (else :class:`_BadBody`)."""
+    too_big = _BadBody(413, f"the body is larger than {ADMIN_MAX_BODY_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > ADMIN_MAX_BODY_BYTES:
+        raise too_big
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > ADMIN_MAX_BODY_BYTES:
+            raise too_big
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise _BadBody(400, "the JSON body is nested too deeply; send a JSON object ({})") from None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise _BadBody(400, "send a JSON object ({})")
+    return value
 
 
 def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
@@ -122,7 +155,12 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
     def guarded(handler: Any, *, post: bool = False) -> Any:
         async def endpoint(request: Request) -> Any:
             refused = await guard.validate_request(request, is_post=post)
-            return refused if refused is not None else await handler(request)
+            if refused is not None:
+                return refused
+            try:
+                return await handler(request)
+            except _BadBody as bad:
+                return JSONResponse({"error": bad.error}, status_code=bad.status)
         return endpoint
 
     async def run(func: Any, *args: Any) -> Any:
@@ -138,23 +176,15 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
     async def drafts(request: Request) -> JSONResponse:
         return JSONResponse(await run(stockroom.drafts))
 
-    async def json_object(request: Request) -> dict[str, Any] | None:
-        try:
-            body = await request.json()
-        except ValueError:
-            return None
-        return body if isinstance(body, dict) else None
-
     async def reset(request: Request) -> JSONResponse:
-        if await json_object(request) is None:
-            return JSONResponse({"error": "send a JSON object ({})"}, status_code=400)
+        await _json_object(request)
         return JSONResponse(await run(stockroom.reset))
 
     async def approvals(request: Request) -> JSONResponse:
         return JSONResponse(await run(stockroom.pending_approvals))
 
     async def decide(request: Request) -> JSONResponse:
-        action = (await json_object(request) or {}).get("action")
+        action = (await _json_object(request)).get("action")
         try:
             return JSONResponse(await run(stockroom.decide_approval, request.path_params["approval_id"], action))
         except ApprovalError as exc:
