@@ -4,7 +4,10 @@ Design: plain JSON-RPC over ``httpx`` built with :func:`mcplab.requests.build_re
 byte is visible to a student (``client.history`` keeps the last exchanges, redacted). Each call
 is one stateless POST; the 2025-11-25 era performs ``initialize`` once first. Answers are judged
 by the core's :func:`~mcplab.responses.validate_response` before they become a ``ToolOutcome``,
-so a server that breaks the protocol is reported as a violation, not misread.
+so a server that breaks the protocol is reported as a violation, not misread. A reply is read
+up to :data:`MAX_RESPONSE_BYTES` (after content decoding) and a body too large, unparsable or
+nested too deeply raises :class:`StockroomConnectionError` (one line in the CLI), never a
+``RecursionError`` or an unbounded read.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ from .catalog import STREAM_TOOL
 from .outcome import StockroomAPI, ToolOutcome, _abbreviate
 from .rules import ApprovalError
 
-__all__ = ["StockroomClient", "StockroomConnectionError", "stream_health_window"]
+__all__ = ["StockroomClient", "StockroomConnectionError", "stream_health_window", "MAX_RESPONSE_BYTES"]
+
+#: The largest reply body (after content decoding) a client reads; more is a StockroomConnectionError.
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+#: Headers that describe the body on the wire, dropped once it is read and decoded.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 _CLIENT_INFO = {"name": "mcplab-stockroom-client", "version": __version__}
 _HISTORY = 50
@@ -83,6 +91,33 @@ class StockroomClient(StockroomAPI):
     def base_url(self) -> str:
         return self.url.rsplit("/mcp", 1)[0]
 
+    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """One HTTP exchange with the body read up to :data:`MAX_RESPONSE_BYTES`; failures are one line."""
+        too_big = f"{url}: the answer is larger than {MAX_RESPONSE_BYTES} bytes"
+        try:
+            with self._http.stream(method, url, **kwargs) as reply:
+                declared = reply.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+                    raise StockroomConnectionError(too_big)
+                body = bytearray()
+                for chunk in reply.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        raise StockroomConnectionError(too_big)
+        except httpx.HTTPError as exc:
+            raise StockroomConnectionError(f"{url}: {exc.__class__.__name__}: {exc}") from None
+        headers = [(name, value) for name, value in reply.headers.multi_items() if name.lower() not in _WIRE_HEADERS]
+        return httpx.Response(reply.status_code, headers=headers, content=bytes(body), request=reply.request)
+
+    def _json_of(self, reply: httpx.Response, where: str) -> Any:
+        """The reply body as JSON; garbage or JSON nested too deeply to parse is a one-line error."""
+        try:
+            return reply.json()
+        except RecursionError:
+            raise StockroomConnectionError(f"{where}: the answer is JSON nested too deeply to read") from None
+        except (ValueError, UnicodeDecodeError):
+            raise StockroomConnectionError(f"{where}: the answer is not JSON") from None
+
     # wire --------------------------------------------------------------------------------
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one request and return the validated JSON-RPC response (``result`` or ``error``)."""
@@ -92,20 +127,19 @@ class StockroomClient(StockroomAPI):
                                       capabilities=self.client_capabilities, client_info=_CLIENT_INFO)
         if self._session_id is not None:
             headers.append(("Mcp-Session-Id", self._session_id))
-        try:
-            reply = self._http.post(self.url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise StockroomConnectionError(f"{self.url}: {exc.__class__.__name__}: {exc}") from None
+        reply = self._send("POST", self.url, json=body, headers=headers)
         if method == "initialize":
             self._session_id = reply.headers.get("mcp-session-id") or None
         response = self._response_of(reply)
-        self.history.append(_sealed_tokens_shortened(redact({"request": body, "status": reply.status_code, "response": response})))
         try:
+            self.history.append(_sealed_tokens_shortened(redact({"request": body, "status": reply.status_code, "response": response})))
             # the raw body: an SSE answer is judged as a whole stream (related events, then the response)
             validate_response(reply.content, body, status=reply.status_code, headers=list(reply.headers.items()),
                               era=self.era)
         except ProtocolViolation as violation:
             raise StockroomConnectionError(f"{self.url} broke the protocol ({violation.case}): {violation}") from None
+        except RecursionError:
+            raise StockroomConnectionError(f"{self.url}: the answer is JSON nested too deeply to read") from None
         return response
 
     def _response_of(self, reply: httpx.Response) -> dict[str, Any]:
@@ -118,6 +152,8 @@ class StockroomClient(StockroomAPI):
                 if final:
                     return final[-1]
             return reply.json()
+        except RecursionError:
+            raise StockroomConnectionError(f"{self.url}: the answer is JSON nested too deeply to read") from None
         except (ValueError, UnicodeDecodeError):
             raise StockroomConnectionError(
                 f"{self.url} answered HTTP {reply.status_code} with a body that is not JSON-RPC "
@@ -133,7 +169,7 @@ class StockroomClient(StockroomAPI):
         body, headers = build_request("notifications/initialized", era="legacy", id=None)
         if self._session_id is not None:
             headers.append(("Mcp-Session-Id", self._session_id))
-        self._http.post(self.url, json=body, headers=headers)
+        self._send("POST", self.url, json=body, headers=headers)
 
     # MCP --------------------------------------------------------------------------------
     def list_tools(self) -> list[dict[str, Any]]:
@@ -166,20 +202,17 @@ class StockroomClient(StockroomAPI):
 
     # admin routes (course conveniences, not MCP) ----------------------------------------------
     def _admin(self, method: str, path: str, json: Any = None) -> Any:
-        try:
-            reply = self._http.request(method, self.base_url + path, json=json)
-        except httpx.HTTPError as exc:
-            raise StockroomConnectionError(f"{self.base_url}{path}: {exc}") from None
+        where = self.base_url + path
+        reply = self._send(method, where, json=json)
         if reply.status_code == 404:
-            raise StockroomConnectionError(f"{self.base_url}{path}: this server has no admin routes (started with admin off)")
+            raise StockroomConnectionError(f"{where}: this server has no admin routes (started with admin off)")
         if reply.status_code == 409:
-            raise ApprovalError(reply.json().get("error", "approval refused"))
+            refusal = self._json_of(reply, where)
+            error = refusal.get("error") if isinstance(refusal, dict) else None
+            raise ApprovalError(error if isinstance(error, str) else "approval refused")
         if reply.status_code != 200:
-            raise StockroomConnectionError(f"{self.base_url}{path}: HTTP {reply.status_code}")
-        try:
-            return reply.json()
-        except ValueError:
-            raise StockroomConnectionError(f"{self.base_url}{path}: the answer is not JSON") from None
+            raise StockroomConnectionError(f"{where}: HTTP {reply.status_code}")
+        return self._json_of(reply, where)
 
     def snapshot(self) -> dict[str, Any]:
         return self._admin("GET", "/stockroom/ledger")
