@@ -43,6 +43,12 @@ class _Hostile(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # quiet
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: what the limit is for
+            pass
+
     def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         if length:
@@ -50,19 +56,16 @@ class _Hostile(BaseHTTPRequestHandler):
         status, media, body = REPLIES.get(self.path, (404, "text/plain", b"no such path"))
         self.send_response(status)
         self.send_header("Content-Type", media)
-        try:
-            if isinstance(body, list):
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for chunk in body:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.write(b"0\r\n\r\n")
-            else:
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: what the limit is for
-            self.close_connection = True
+        if isinstance(body, list):
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in body:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     do_GET = do_POST = _answer
 
