@@ -24,6 +24,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcplab.cli import main
 from mcplab.conformance import REQUIREMENT_REVISIONS, RUNNER_VERSION, list_scenarios, run_official
 from mcplab.reference import (
+    INTERNAL_FAILURE,
     MAX_REQUEST_BYTES,
     MAX_SUBSCRIPTIONS,
     PNG_BYTES,
@@ -368,10 +369,10 @@ def test_idle_tasks_are_forgotten_after_their_ttl_and_stop_waiting():
     assert gone == INVALID_PARAMS and status == "cancelled"
 
 
-def test_task_errors_cancellation_and_unknown_ids():
+def test_task_errors_cancellation_and_unknown_ids(caplog):
     async def scenario(store):
         async def crash(handle):
-            raise RuntimeError("boom")
+            raise RuntimeError("boom at /srv/secret/path")
 
         async def forever(handle):
             await anyio.sleep(60)
@@ -386,7 +387,10 @@ def test_task_errors_cancellation_and_unknown_ids():
 
     failed, cancelled, unknown = run_tasks(scenario)
     assert cancelled["lastUpdatedAt"] >= cancelled["createdAt"]
-    assert failed["status"] == "failed" and failed["error"]["message"] == "RuntimeError: boom" and "result" not in failed
+    assert failed["status"] == "failed" and "result" not in failed and failed["error"]["code"] == t.INTERNAL_ERROR
+    # the client gets a generic message; the exception text stays in the server log
+    assert failed["error"]["message"] == INTERNAL_FAILURE and "boom" not in json.dumps(failed)
+    assert any("boom at /srv/secret/path" in (r.exc_text or "") and failed["taskId"] in r.getMessage() for r in caplog.records)
     assert cancelled["status"] == "cancelled" and unknown == INVALID_PARAMS
 
 

@@ -4,7 +4,8 @@ Design: a :class:`TaskStore` of in-memory task records under one lock; each task
 (an async function of a :class:`TaskHandle`) run in a task group the server's lifespan owns, so
 shutdown cancels it. A task that needs the client parks in ``input_required`` with its pending
 ``inputRequests``; ``tasks/update`` answers some or all of them. Tool errors end ``completed``
-with ``result.isError``; exceptions end ``failed`` with an inlined JSON-RPC ``error``; a
+with ``result.isError``; exceptions end ``failed`` with an inlined JSON-RPC ``error`` (an
+unexpected exception says only :data:`INTERNAL_FAILURE`: its text stays in the server log); a
 cancelled job ends ``cancelled``. Records live ``ttlMs`` after their last update, and the store
 holds at most ``max_tasks`` of them (the oldest finished ones make room; with every slot running,
 a new task is refused), so a client cannot grow it without limit.
@@ -13,6 +14,7 @@ a new task is refused), so a client cannot grow it without limit.
 from __future__ import annotations
 
 import datetime
+import logging
 import secrets
 import threading
 import time
@@ -27,7 +29,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CA
 
 from .mrtr import answer_problem
 
-__all__ = ["TASKS_EXTENSION", "TERMINAL", "Job", "TaskHandle", "TaskRecord", "TaskStore", "tasks_declared", "extension_required"]
+__all__ = ["TASKS_EXTENSION", "TERMINAL", "INTERNAL_FAILURE", "Job", "TaskHandle", "TaskRecord", "TaskStore", "tasks_declared", "extension_required"]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -35,6 +37,10 @@ TASK_TTL_MS = 5 * 60 * 1000
 POLL_INTERVAL_MS = 250
 #: The most task records a store holds (running or kept for ``tasks/get``).
 MAX_TASKS = 256
+#: The message of a task that failed with an unexpected exception (the detail goes to the log only).
+INTERNAL_FAILURE = "the task failed with an internal error (details are in the server log)"
+
+_log = logging.getLogger(__name__)
 
 
 def _iso(moment: float) -> str:
@@ -199,8 +205,9 @@ class TaskStore:
                 result = await job(TaskHandle(self, record))
             except MCPError as exc:
                 outcome: tuple[str, dict[str, Any]] = ("failed", {"error": {"code": exc.error.code, "message": exc.error.message}})
-            except Exception as exc:  # a protocol-level failure of the job, reported on the task
-                outcome = ("failed", {"error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}})
+            except Exception:  # a protocol-level failure of the job: reported on the task, explained in the log
+                _log.exception("task %s failed", record.task_id)
+                outcome = ("failed", {"error": {"code": INTERNAL_ERROR, "message": INTERNAL_FAILURE}})
             else:
                 outcome = ("completed", {"result": {"resultType": "complete", **result}})
             with self.lock:
