@@ -129,10 +129,10 @@ def redact(obj: Any) -> Any:
     - inside a list, a header pair ``[name, value]`` (list or tuple of exactly two items, first a
       secret key name) gets the value replaced; so does a HAR-style header object
       ``{"name": <secret key name>, "value": ...}`` wherever it appears;
-    - an ``http(s)``/``ws(s)`` URL string has the password of its userinfo and the values of
-      secret-named query (and fragment) parameters replaced by ``%5BREDACTED%5D``, the
-      percent-encoded :data:`REDACTED` (a password that already reads :data:`REDACTED` is kept);
-      the rest of the URL is kept byte for byte;
+    - an ``http(s)``/``ws(s)`` URL string has the values of secret-named query (and fragment)
+      parameters replaced by ``%5BREDACTED%5D``, the percent-encoded :data:`REDACTED`, and the
+      password of its userinfo by :data:`REDACTED` as is (``user:[REDACTED]@host``, the spelling
+      the live report and Flight Deck already show); the rest of the URL is kept byte for byte;
     - a dict, list or tuple nested inside :data:`MAX_DEPTH` containers becomes :data:`TOO_DEEP`;
     - bytes and other scalars are returned as they are.
 
@@ -160,7 +160,7 @@ def redact_urls_in(text: str) -> str:
 
     A URL starts with ``scheme://`` (any scheme, ``ftp://`` too) and ends at whitespace, a quote or an angle
     bracket (trailing sentence punctuation excluded): ``"cannot reach http://u:pw@h/mcp?token=t"`` becomes
-    ``"cannot reach http://u:%5BREDACTED%5D@h/mcp?token=%5BREDACTED%5D"``.
+    ``"cannot reach http://u:[REDACTED]@h/mcp?token=%5BREDACTED%5D"``.
     """
     return _URL_IN_TEXT.sub(lambda match: _redact_url(match.group(0), "$", []), str(text))
 
@@ -226,9 +226,7 @@ def _redact_userinfo(base: str, path: str, paths: list[str]) -> str:
     if not (at and colon and password):
         return base
     paths.append(f"{path}@password")
-    if password != REDACTED:  # a password already shown as REDACTED (unencoded) is kept as it is
-        password = _REDACTED_IN_URL
-    return f"{base[:start]}{user}:{password}@{hostport}{base[end:]}"
+    return f"{base[:start]}{user}:{REDACTED}@{hostport}{base[end:]}"
 
 
 def _redact_params(params: str, prefix: str, paths: list[str]) -> str:

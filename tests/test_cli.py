@@ -129,4 +129,4 @@ def test_a_secret_in_a_command_line_url_never_reaches_the_terminal(argv, capsys)
 def test_a_secret_in_the_url_stays_out_of_a_real_process_output():
     proc = run("conformance", "--url", f"http://user:{SECRET}@127.0.0.1:1/mcp")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert SECRET not in proc.stdout + proc.stderr and "user:%5BREDACTED%5D@127.0.0.1:1" in proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr and "user:[REDACTED]@127.0.0.1:1" in proc.stderr

@@ -286,14 +286,14 @@ def test_websocket_urls_are_redacted_too():
 def test_url_userinfo_password_is_redacted():
     doc = {"url": "http://user:hunter22@h.example:8080/mcp?x=1", "plain": "https://user@h/", "empty": "http://u:@h/"}
     out = redact(doc)
-    assert out == {"url": "http://user:%5BREDACTED%5D@h.example:8080/mcp?x=1", "plain": "https://user@h/", "empty": "http://u:@h/"}
+    assert out == {"url": "http://user:[REDACTED]@h.example:8080/mcp?x=1", "plain": "https://user@h/", "empty": "http://u:@h/"}
     assert redaction_paths(doc) == ["$.url@password"]
     assert redact(out) == out and redaction_paths(out) == ["$.url@password"]
 
 
 def test_url_userinfo_password_with_an_at_sign_and_in_header_values():
     doc = {"headers": [["Referer", "https://u:p@ss@h/x"]], "list": ["ws://a:b@h"]}
-    assert redact(doc) == {"headers": [["Referer", "https://u:%5BREDACTED%5D@h/x"]], "list": ["ws://a:%5BREDACTED%5D@h"]}
+    assert redact(doc) == {"headers": [["Referer", "https://u:[REDACTED]@h/x"]], "list": ["ws://a:[REDACTED]@h"]}
 
 
 def test_a_password_already_shown_as_redacted_is_kept():
@@ -334,6 +334,6 @@ def test_redact_urls_in_free_text():
     text = ("--url 'http://u:s3cr3t@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=abc&x=1). "
             "ws://a:b@h, http://plain/")
     out = redact_urls_in(text)
-    assert out == ("--url 'http://u:%5BREDACTED%5D@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=%5BREDACTED%5D&x=1). "
-                   "ws://a:%5BREDACTED%5D@h, http://plain/")
+    assert out == ("--url 'http://u:[REDACTED]@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=%5BREDACTED%5D&x=1). "
+                   "ws://a:[REDACTED]@h, http://plain/")
     assert redact_urls_in("no url here: token=abc") == "no url here: token=abc"
