@@ -204,3 +204,53 @@ def test_rewrite_body_rewrites_only_the_result_event_of_a_stream_whatever_the_ch
         assert [e["data"] for e in after[:2]] == [e["data"] for e in before[:2]]  # priming event and notification kept
         assert [e["id"] for e in after] == [e["id"] for e in before]
         assert json.loads(after[2]["data"])["result"] == {"tools": [], REWRITE_FIELD: "mcplab-proxy"}
+
+
+# --- DNS rebinding, request size ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/echo", RECORD_PREFIX + "1"])
+@pytest.mark.parametrize(("headers", "status"), [
+    ({"Host": "attacker.example:8766"}, 421),               # a rebound name pointing at 127.0.0.1
+    ({"Host": "127.0.0.1.nip.io"}, 421),
+    ({"Origin": "https://attacker.example"}, 403),         # a foreign page with the right Host
+    ({"Origin": "null"}, 403),
+])
+def test_a_rebound_host_or_a_foreign_origin_reaches_neither_the_origin_nor_the_records(origin, path, headers, status):
+    with serve_proxy(origin + "/echo") as proxy, capture_client() as client:
+        first = client.post(proxy.url, content=b"{}")  # exchange 1 exists
+        assert first.status_code == 200
+        base = proxy.base_url
+        request = client.build_request("POST" if path == "/echo" else "GET", base + path, content=b"{}" if path == "/echo" else None)
+        for name, value in headers.items():
+            request.headers[name] = value
+        refused = client.send(request)
+        after = client.get(base + RECORD_PREFIX + "2")
+    assert refused.status_code == status and EXCHANGE_HEADER not in refused.headers
+    assert "headers" not in refused.text  # no record, no echo of the origin
+    assert after.status_code == 404  # nothing was forwarded, so no second exchange exists
+
+
+def test_loopback_names_and_origins_pass(origin):
+    with serve_proxy(origin + "/echo") as proxy, capture_client() as client:
+        for host, page in [(f"localhost:{proxy.port}", None), (f"127.0.0.1:{proxy.port}", f"http://localhost:{proxy.port}")]:
+            request = client.build_request("POST", proxy.url, content=b"{}")
+            request.headers["Host"] = host
+            if page:
+                request.headers["Origin"] = page
+            assert client.send(request).status_code == 200, host
+
+
+def test_a_request_body_over_the_limit_is_413_and_never_forwarded(origin, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_REQUEST_BYTES", 1000)
+    with serve_proxy(origin + "/echo") as proxy, capture_client() as client:
+        declared = client.post(proxy.url, content=b"x" * 1001)
+
+        def chunked():  # no Content-Length: counted while reading
+            yield b"x" * 600
+            yield b"x" * 600
+        streamed = client.post(proxy.url, content=chunked())
+        fits = client.post(proxy.url, content=b"x" * 1000)
+    assert declared.status_code == 413 and streamed.status_code == 413
+    assert EXCHANGE_HEADER not in declared.headers and EXCHANGE_HEADER not in streamed.headers
+    assert fits.status_code == 200 and fits.json()["length"] == 1000 and fits.headers[EXCHANGE_HEADER] == "1"

@@ -11,7 +11,11 @@ recorded as the proxy saw it (ingress; the request it sent the origin and the or
 and served at ``GET /.mcplab/exchanges/{n}``, the exchange number travelling in the
 ``X-Mcplab-Exchange`` response header, so ``proxy_findings`` runs on real hops. Recorded headers
 are redacted; bodies stay as sent so comparisons are exact, which is why the proxy listens on
-loopback only and keeps a bounded number of records and body bytes.
+loopback only, keeps a bounded number of records and body bytes, and answers nothing to a
+request whose ``Host`` is not a loopback name (421) or whose ``Origin`` is a foreign page (403):
+the SDK's own DNS-rebinding check, with the loopback settings the mcplab servers use, so a web page
+the user visits cannot reach the proxy (or the origin behind it) through a rebound name. Request
+bodies over :data:`MAX_REQUEST_BYTES` are answered 413 and never forwarded.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -37,11 +42,11 @@ from starlette.routing import Route
 
 from ..errors import MCPLabError
 from ..redaction import redact
-from ..serving import is_loopback, serve_app
+from ..serving import is_loopback, serve_app, transport_security
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
-           "decode_record_body"]
+           "decode_record_body", "MAX_REQUEST_BYTES"]
 
 PROXY_MODES: tuple[str, ...] = ("faithful", "collapse-errors", "rewrite-body", "buffer-sse")
 EXCHANGE_HEADER = "x-mcplab-exchange"
@@ -57,6 +62,8 @@ _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "prox
 _KEEP = 500
 _KEEP_BYTES = 64 * 1024 * 1024
 _RECORD_WAIT_SECONDS = 5.0
+#: The largest request body the proxy reads and forwards; a larger one is answered 413.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
 #: How long the proxy waits on the origin (connect, each read) before it answers 504.
 UPSTREAM_TIMEOUT_SECONDS = 30.0
 
@@ -200,14 +207,40 @@ class _Relay(StreamingResponse):
             await self.body_iterator.aclose()  # type: ignore[attr-defined]  # our own async generator
 
 
-def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Starlette:
-    """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port."""
+class _TooLarge(Exception):
+    """A request body over :data:`MAX_REQUEST_BYTES`."""
+
+
+async def _bounded_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1",
+                    upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Starlette:
+    """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port.
+
+    ``host`` is the interface it listens on (loopback): requests must name a loopback host.
+    """
     if mode not in PROXY_MODES:
         raise ProxyError(f"--mode {mode!r}: expected one of {', '.join(PROXY_MODES)}")
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProxyError(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
+    if not is_loopback(host):
+        raise ProxyError(f"--host {host!r}: the proxy serves its records unauthenticated, so it listens on loopback "
+                         "only (127.0.0.1, ::1 or localhost)")
     origin = f"{parts.scheme}://{parts.netloc}"
+    rebinding = TransportSecurityMiddleware(transport_security(host))
     records = _Records()
     numbers = itertools.count(1)
     state: dict[str, httpx.AsyncClient] = {}
@@ -221,7 +254,10 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: 
             state["client"] = client
             yield
 
-    async def record(request: Request) -> JSONResponse:
+    async def record(request: Request) -> Response:
+        refused = await rebinding.validate_request(request)
+        if refused is not None:
+            return refused
         try:
             number = int(request.path_params["number"])
         except ValueError:
@@ -237,9 +273,16 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, upstream_timeout: 
         return JSONResponse(redact(_Records.served(found)))
 
     async def forward(request: Request) -> Response:
+        refused = await rebinding.validate_request(request)  # Host and Origin only: Content-Type is the origin's to judge
+        if refused is not None:
+            return refused
+        try:
+            body = await _bounded_body(request)
+        except _TooLarge:
+            return Response(f"request body over {MAX_REQUEST_BYTES // 2**20} MiB: not forwarded\n", status_code=413,
+                            media_type="text/plain")
         client = state["client"]
         number = next(numbers)
-        body = await request.body()
         ingress = _pairs(request.headers.raw)
         target = origin + request.url.path + (f"?{request.url.query}" if request.url.query else "")
         outgoing = client.build_request(request.method, target, headers=_forwardable(ingress), content=body)
@@ -332,10 +375,7 @@ def serve_proxy(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1
     ``host`` must be a loopback address: the proxy serves what it recorded (bodies included) to
     anyone who asks, so it never listens where another machine could.
     """
-    if not is_loopback(host):
-        raise ProxyError(f"--host {host!r}: the proxy serves its records unauthenticated, so it listens on loopback "
-                         "only (127.0.0.1, ::1 or localhost)")
-    app = build_proxy_app(upstream, mode, upstream_timeout=upstream_timeout)
+    app = build_proxy_app(upstream, mode, host=host, upstream_timeout=upstream_timeout)
     with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level,
                    server_header=False, date_header=False) as bound:
         shown = f"[{host}]" if ":" in host else host
