@@ -119,3 +119,31 @@ def test_a_connection_that_never_opens_is_unreachable_not_a_recorded_timeout():
     with httpx.Client(transport=httpx.MockTransport(blackhole)) as client, pytest.raises(Unreachable) as info:
         send(client, "http://127.0.0.1:9/mcp", [], b"{}", timeout=0.5)
     assert "no connection within 0.5 s" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("media", ["application/json", "text/event-stream"])
+def test_an_answer_without_end_stops_at_the_capture_limit_as_too_large(monkeypatch, media):
+    from mcplab.live import capture as capture_module
+    from mcplab.live.check import observe
+    from mcplab.live.judge import judge_capture as judge
+
+    monkeypatch.setattr(capture_module, "MAX_CAPTURE_BYTES", 64 * 1024)
+
+    async def flood(request):
+        async def body():
+            import anyio
+            chunk = b"data: " + b"x" * 4096 + b"\n\n" if media == "text/event-stream" else b"x" * 4096
+            while True:  # fast, never an end: only the size limit stops the capture
+                yield chunk
+                await anyio.sleep(0)  # lets the server see the client hang up
+        return StreamingResponse(body(), media_type=media)
+
+    app = Starlette(routes=[Route("/mcp", flood, methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}", timeout=30)
+    assert cap.failure == "too_large" and not cap.ended and 0 < len(cap.body) <= 64 * 1024
+    assert cap.elapsed < 30  # the limit ended it, not the timeout
+    assert observe(cap) == {"kind": "unrecognized_response", "status": 200}  # proves no era
+    (case,) = [c for c in built_cases("modern", ["read_stock"]) if c.stream]
+    verdict = judge(case, cap)
+    assert verdict["status"] == "fail" and verdict["detail"] == "no complete response: too large"

@@ -26,10 +26,18 @@ from ..errors import MCPLabError
 from ..headers import media_type, normalize_headers
 from ..sse import is_event_stream
 
-__all__ = ["Capture", "Unreachable", "capture_client", "send", "body_evidence"]
+__all__ = ["Capture", "Unreachable", "capture_client", "send", "body_evidence", "FAILURES", "MAX_CAPTURE_BYTES"]
 
 #: What ``Capture.failure`` may say when no complete response arrived.
-FAILURES = ("timeout", "connection_closed", "refused_to_send")
+FAILURES = ("timeout", "connection_closed", "refused_to_send", "too_large")
+
+#: The most bytes of one response a capture keeps: past it the capture ends as ``too_large``
+#: (the bytes before it are kept), so a server that answers without end cannot exhaust memory.
+MAX_CAPTURE_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    """The response went past :data:`MAX_CAPTURE_BYTES`."""
 
 
 class Unreachable(MCPLabError):
@@ -143,6 +151,8 @@ class _Tap:
             now = time.perf_counter() - self._started
             if self._capture.first_byte is None:
                 self._capture.first_byte = now
+            if len(self.raw) + len(chunk) > MAX_CAPTURE_BYTES:
+                raise _TooLarge
             self.raw += chunk
             if now > self._budget:
                 raise httpx.ReadTimeout(f"no end of the response within {self._budget:g} s")
@@ -199,6 +209,8 @@ def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], bod
         capture.failure = "connection_closed"
     except httpx.LocalProtocolError:
         capture.failure = "refused_to_send"
+    except _TooLarge:
+        capture.failure = "too_large"
     if tap is not None:
         capture.body = bytes(tap.raw)
     capture.elapsed = time.perf_counter() - started

@@ -136,6 +136,8 @@ def observe(capture: Capture) -> dict[str, Any]:
     """The era observation a modern probe's capture makes (``mcplab.era`` kinds)."""
     if capture.failure in ("timeout", "connection_closed"):
         return {"kind": capture.failure}
+    if capture.failure == "too_large":  # an answer without end proves nothing
+        return {"kind": "unrecognized_response", "status": capture.status}
     if not capture.body:
         return {"kind": "empty_response", "status": capture.status}
     message = _message(capture)
