@@ -86,6 +86,13 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert needle in err and "\n" not in err
 
 
+@pytest.mark.parametrize("header", ["Authorization Bearer sk-live-0123456789", "sk-live-0123456789"])
+def test_a_header_without_its_colon_is_refused_without_echoing_it(header, capsys):
+    assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--header", header]) == 2
+    captured = capsys.readouterr()
+    assert "expected 'Name: value'" in captured.err and "sk-live" not in captured.err + captured.out
+
+
 def test_strict_mode_without_proof_chooses_no_era_and_fails(capsys):
     app = Starlette(routes=[Route("/mcp", lambda r: Response(b"", status_code=200), methods=["POST"])])
     with serve_app(app, port=0) as port:

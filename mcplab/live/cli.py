@@ -22,7 +22,9 @@ class _BadInput(MCPLabError):
 def _header(text: str) -> tuple[str, str]:
     name, colon, value = text.partition(":")
     if not colon or not name.strip() or name != name.strip():
-        raise _BadInput(f"--header {text!r}: expected 'Name: value', e.g. 'Authorization: Bearer ...'")
+        # the text may be a credential with its colon missing: it is never echoed
+        raise _BadInput(f"--header ({len(text)} characters, not shown: it may hold a secret): expected 'Name: value', "
+                        "e.g. 'Authorization: Bearer ...'")
     return name, value.strip()
 
 
