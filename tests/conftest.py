@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import copy
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION
 from mcplab.conformance import RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner
+
+
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A plain stdlib HTTP server on a free loopback port (yielded) for the block; always shut down."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def modern_request(method: str = "tools/list", id: Any = 1, params: dict | None = None, caps: dict | None = None) -> dict:

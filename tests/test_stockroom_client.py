@@ -7,15 +7,16 @@ each path answers one canned reply (a body, a declared length, or chunks without
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from mcplab.cli import main
 from mcplab.stockroom import ApprovalError, StockroomClient, StockroomConnectionError
 from mcplab.stockroom.client import MAX_RESPONSE_BYTES
+
+from .conftest import serve_handler
 
 DEEP = 100_000
 
@@ -72,16 +73,8 @@ class _Hostile(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve_handler(_Hostile) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("path, message", [

@@ -6,15 +6,15 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from mcplab.cli import main
 from mcplab.stockroom import StockroomClient, serve_stockroom
 
+from ..conftest import serve_handler
 from .support import RESTOCK
 
 
@@ -141,15 +141,8 @@ def serve_not_mcp(status: int, content_type: str, body: bytes):
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://ann:hunter2@127.0.0.1:{httpd.server_address[1]}/mcp?token=abc"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serve_handler(Handler) as port:
+        yield f"http://ann:hunter2@127.0.0.1:{port}/mcp?token=abc"
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
