@@ -337,3 +337,15 @@ def test_redact_urls_in_free_text():
     assert out == ("--url 'http://u:[REDACTED]@127.0.0.1:1/mcp': nothing answers (see https://h/p?token=%5BREDACTED%5D&x=1). "
                    "ws://a:[REDACTED]@h, http://plain/")
     assert redact_urls_in("no url here: token=abc") == "no url here: token=abc"
+
+
+def test_redact_urls_in_stays_linear_on_text_with_many_word_boundaries():
+    """Hang guard, not a speed target: an unbounded scheme made this quadratic (100 KB took 18 s,
+    so 1 MB would take about half an hour); bounded, it is a fraction of a second."""
+    import time
+
+    text = "a-" * 500_000 + " http://u:pw@127.0.0.1/x?token=t"
+    started = time.perf_counter()
+    out = redact_urls_in(text)
+    assert time.perf_counter() - started < 10
+    assert out.endswith("http://u:[REDACTED]@127.0.0.1/x?token=%5BREDACTED%5D") and "pw@" not in out
