@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from ..errors import MCPLabError
 from ..redaction import redact
-from ..serving import is_loopback, serve_app, transport_security
+from ..serving import BodyTooLarge, is_loopback, read_body, serve_app, transport_security
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
@@ -207,24 +207,6 @@ class _Relay(StreamingResponse):
             await self.body_iterator.aclose()  # type: ignore[attr-defined]  # our own async generator
 
 
-class _TooLarge(Exception):
-    """A request body over :data:`MAX_REQUEST_BYTES`."""
-
-
-async def _bounded_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1",
                     upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Starlette:
     """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port.
@@ -277,8 +259,8 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         if refused is not None:
             return refused
         try:
-            body = await _bounded_body(request)
-        except _TooLarge:
+            body = await read_body(request, MAX_REQUEST_BYTES)
+        except BodyTooLarge:
             return Response(f"request body over {MAX_REQUEST_BYTES // 2**20} MiB: not forwarded\n", status_code=413,
                             media_type="text/plain")
         client = state["client"]

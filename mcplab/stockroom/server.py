@@ -37,7 +37,7 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..request_guard import RequestOrderGuard
-from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
+from ..serving import BodyTooLarge, ServeError, is_loopback, read_body, serve_app, transport_security, wire_dump
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
@@ -70,15 +70,10 @@ class _BadBody(Exception):
 
 async def _json_object(request: Request) -> dict[str, Any]:
     """The body of an admin POST as a JSON object, read up to :data:`ADMIN_MAX_BODY_BYTES` (else :class:`_BadBody`)."""
-    too_big = _BadBody(413, f"the body is larger than {ADMIN_MAX_BODY_BYTES} bytes")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > ADMIN_MAX_BODY_BYTES:
-        raise too_big
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > ADMIN_MAX_BODY_BYTES:
-            raise too_big
+    try:
+        body = await read_body(request, ADMIN_MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        raise _BadBody(413, str(exc)) from None
     try:
         value = json.loads(body)
     except RecursionError:
