@@ -28,6 +28,20 @@ def origin():
         yield srv
 
 
+def test_credentials_in_the_urls_reach_neither_the_terminal_nor_the_report(origin, capsys, tmp_path):
+    report = tmp_path / "matrix.html"
+    port = origin.url.split(":")[2].split("/")[0]
+    url = f"http://ann:{SECRET}@127.0.0.1:{port}/mcp?token={SECRET}"
+    with serve_proxy(origin.url) as proxy:
+        via = proxy.url.replace("http://", f"http://bob:{SECRET}@") + f"?access_token={SECRET}"
+        code = main(["check", "--url", url, "--via", via, "--json", "--report", str(report)])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == 0 and data["summary"]["direct"] == data["summary"]["via"]
+    assert SECRET not in captured.out + captured.err and SECRET not in report.read_text(encoding="utf-8")
+    assert "ann:[REDACTED]@127.0.0.1" in captured.out  # which URL it was stays readable
+
+
 def test_check_json_through_a_faithful_proxy(origin, capsys, tmp_path):
     report = tmp_path / "matrix.html"
     with serve_proxy(origin.url) as proxy:
