@@ -177,3 +177,18 @@ def test_a_server_that_is_not_mcp_fails_with_what_it_answered(status, body, medi
     out = capsys.readouterr().out
     assert code == 1 and "era: None" in out
     assert "no case was run: the server/discover probe was " + said in out and "proves no MCP era" in out
+
+
+def test_the_proxy_command_does_not_print_the_upstream_credentials(origin, capsys, monkeypatch):
+    import mcplab.serving
+
+    def run_once(context, started):  # the real one waits for a signal: start, announce, stop
+        with context as running:
+            started(running)
+
+    monkeypatch.setattr(mcplab.serving, "run_until_signal", run_once)
+    upstream = origin.url.replace("http://", f"http://ann:{SECRET}@") + f"?token={SECRET}"
+    assert main(["proxy", "--upstream", upstream, "--port", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "serving http://127.0.0.1:" in captured.out and "ann:[REDACTED]@127.0.0.1" in captured.out
+    assert SECRET not in captured.out + captured.err
