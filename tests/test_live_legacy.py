@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import httpx
 import pytest
@@ -157,3 +158,40 @@ def test_each_proxy_mode_in_front_of_a_legacy_server_shows_only_its_own_issue(re
             result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
         assert result.era["era"] == "legacy" and result.issues == LEGACY_ISSUES[mode], mode
         assert all(row["direct"]["status"] == "pass" for row in result.rows if row["applies"]), mode
+
+
+class EndlessDelete:
+    """ASGI filter: a ``DELETE`` (the end of a session) is answered by a body that never ends (until 30 s)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "DELETE":
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        async def until_disconnect(scope: anyio.CancelScope) -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            scope.cancel()
+
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        async with anyio.create_task_group() as group:
+            group.start_soon(until_disconnect, group.cancel_scope)
+            with anyio.move_on_after(30):
+                while True:
+                    await send({"type": "http.response.body", "body": b" " * 65536, "more_body": True})
+                    await anyio.sleep(0)
+            await send({"type": "http.response.body", "body": b""})
+            group.cancel_scope.cancel()
+
+
+def test_a_session_end_answered_without_end_is_not_read():
+    with serve_app(EndlessDelete(LegacyOnly(reference_app())), port=0, name="endless DELETE") as port:
+        started = time.monotonic()
+        result = run_check(f"http://127.0.0.1:{port}/mcp", allow_legacy=True, only=["golden-legacy-list"])
+        seconds = time.monotonic() - started
+    assert result.era["era"] == "legacy" and result.ok
+    assert seconds < 20  # the DELETE answer was not read (reading it took the server's 30 s)

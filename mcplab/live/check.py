@@ -194,7 +194,9 @@ def _close_session(client: httpx.Client, url: str, headers: Sequence[tuple[str, 
     a server that refuses (405) or is gone is left as it is."""
     if any(name.lower() == "mcp-session-id" for name, _ in headers):
         try:
-            client.delete(url, headers=[("MCP-Protocol-Version", LEGACY_VERSION), *extra, *headers])
+            # the answer is not read: a server that answers without end cannot hold the check (or fill memory)
+            with client.stream("DELETE", url, headers=[("MCP-Protocol-Version", LEGACY_VERSION), *extra, *headers]):
+                pass
         except httpx.HTTPError:
             pass
 
