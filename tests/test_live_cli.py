@@ -192,3 +192,58 @@ def test_the_proxy_command_does_not_print_the_upstream_credentials(origin, capsy
     captured = capsys.readouterr()
     assert "serving http://127.0.0.1:" in captured.out and "ann:[REDACTED]@127.0.0.1" in captured.out
     assert SECRET not in captured.out + captured.err
+
+
+def _hostile_via(record: bytes | None):
+    """A --via that answers every POST with an empty JSON object and a proxy exchange number, and
+    serves ``record`` as that exchange's record (``None``: a record without end)."""
+    from http.server import BaseHTTPRequestHandler
+
+    from .conftest import serve_handler
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _answer(self, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("X-Mcplab-Exchange", "1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self._answer(b"{}")
+
+        def do_GET(self):
+            if record is not None:
+                return self._answer(record)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()  # no length: the body ends when the connection does, i.e. never
+            try:
+                while True:
+                    self.wfile.write(b" " * 65536)
+            except OSError:  # the client hung up
+                pass
+
+    return serve_handler(Handler)
+
+
+def test_a_via_record_nested_too_deeply_is_no_record_not_a_traceback(origin, capsys):
+    with _hostile_via(b"[" * 200_000 + b"]" * 200_000) as port:
+        code = main(["check", "--url", origin.url, "--via", f"http://127.0.0.1:{port}/mcp", "--case", "golden-modern-list",
+                     "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and [row["via"]["hopsRecorded"] for row in data["rows"] if row["via"]] == [False]
+
+
+def test_a_via_record_without_end_is_read_up_to_the_capture_limit(origin, capsys, monkeypatch):
+    monkeypatch.setattr("mcplab.live.check.MAX_CAPTURE_BYTES", 1024 * 1024)
+    with _hostile_via(None) as port:
+        code = main(["check", "--url", origin.url, "--via", f"http://127.0.0.1:{port}/mcp", "--case", "golden-modern-list",
+                     "--json", "--timeout", "30"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and [row["via"]["hopsRecorded"] for row in data["rows"] if row["via"]] == [False]

@@ -28,7 +28,7 @@ from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
-from .capture import Capture, capture_client, send
+from .capture import MAX_CAPTURE_BYTES, Capture, capture_client, send
 from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
 from .proxy import EXCHANGE_HEADER, RECORD_PREFIX, decode_record_body
@@ -221,13 +221,21 @@ def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] 
         return None
     parts = urlsplit(via)
     try:
-        answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
-        record = answer.json() if answer.status_code == 200 else None
+        # read like a capture (at most MAX_CAPTURE_BYTES): --via may be any server, not an mcplab proxy
+        with client.stream("GET", f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}") as answer:
+            if answer.status_code != 200:
+                return None
+            body = bytearray()
+            for chunk in answer.iter_bytes():
+                body += chunk
+                if len(body) > MAX_CAPTURE_BYTES:
+                    return None
+        record = json.loads(body)
         if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
             return None
         for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
             hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):  # binascii.Error is a ValueError
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, RecursionError):  # binascii.Error is a ValueError
         return None
     return record
 
