@@ -125,3 +125,35 @@ def test_an_honest_answer_is_read_whole():
 
     with serve_stockroom() as srv, StockroomClient(srv.url) as client:
         assert [tool["name"] for tool in client.list_tools()] and json.dumps(client.snapshot())
+
+
+def test_stacked_content_codings_are_refused_before_they_decode_past_the_limit():
+    """``gzip, gzip`` of 128 MiB of zeros is a few hundred bytes on the wire, and httpx decodes each
+    chunk whole: read, it would take far more memory than MAX_RESPONSE_BYTES before any check."""
+    import gzip
+    import tracemalloc
+
+    body = gzip.compress(gzip.compress(bytes(128 << 20)))
+
+    class Bomb(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip, gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with serve_handler(Bomb) as port, StockroomClient(f"http://127.0.0.1:{port}/mcp") as client:
+        tracemalloc.start()
+        try:
+            with pytest.raises(StockroomConnectionError, match="content codings") as caught:
+                client.list_tools()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < MAX_RESPONSE_BYTES and "\n" not in str(caught.value)

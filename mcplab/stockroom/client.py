@@ -5,7 +5,8 @@ byte is visible to a student (``client.history`` keeps the last exchanges, redac
 is one stateless POST; the 2025-11-25 era performs ``initialize`` once first. Answers are judged
 by the core's :func:`~mcplab.responses.validate_response` before they become a ``ToolOutcome``,
 so a server that breaks the protocol is reported as a violation, not misread. A reply is read
-up to :data:`MAX_RESPONSE_BYTES` (after content decoding) and a body too large, unparsable or
+up to :data:`MAX_RESPONSE_BYTES` (after content decoding; stacked codings such as ``gzip, gzip``,
+a decompression bomb, are refused) and a body too large, unparsable or
 nested too deeply raises :class:`StockroomConnectionError` (one line in the CLI), never a
 ``RecursionError`` or an unbounded read.
 """
@@ -99,6 +100,10 @@ class StockroomClient(StockroomAPI):
                 declared = reply.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
                     raise StockroomConnectionError(too_big)
+                codings = [c for c in reply.headers.get_list("content-encoding", split_commas=True) if c.strip().lower() != "identity"]
+                if len(codings) > 1:  # httpx decodes a chunk whole: gzip of gzip could fill memory before the count below
+                    raise StockroomConnectionError(f"{url}: the answer stacks content codings ({', '.join(codings)}); "
+                                                   "one at most is read")
                 body = bytearray()
                 for chunk in reply.iter_bytes():
                     body += chunk
