@@ -147,3 +147,26 @@ def test_an_answer_without_end_stops_at_the_capture_limit_as_too_large(monkeypat
     (case,) = [c for c in built_cases("modern", ["read_stock"]) if c.stream]
     verdict = judge(case, cap)
     assert verdict["status"] == "fail" and verdict["detail"] == "no complete response: too large"
+
+
+def test_stacked_content_codings_end_the_capture_as_too_large_unread():
+    """``gzip, gzip`` of 128 MiB of zeros is a few hundred bytes, and httpx decodes each chunk whole:
+    read, it would take far more memory than MAX_CAPTURE_BYTES before the count."""
+    import gzip
+    import tracemalloc
+
+    body = gzip.compress(gzip.compress(bytes(128 << 20)))
+
+    async def bomb(request):
+        return Response(body, media_type="application/json", headers={"Content-Encoding": "gzip, gzip"})
+
+    app = Starlette(routes=[Route("/mcp", bomb, methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        tracemalloc.start()
+        try:
+            cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert cap.failure == "too_large" and cap.status == 200 and not cap.ended and cap.body == b""
+    assert peak < 32 * 1024 * 1024

@@ -194,7 +194,7 @@ def test_the_proxy_command_does_not_print_the_upstream_credentials(origin, capsy
     assert SECRET not in captured.out + captured.err
 
 
-def _hostile_via(record: bytes | None):
+def _hostile_via(record: bytes | None, encoding: str | None = None):
     """A --via that answers every POST with an empty JSON object and a proxy exchange number, and
     serves ``record`` as that exchange's record (``None``: a record without end)."""
     from http.server import BaseHTTPRequestHandler
@@ -205,9 +205,11 @@ def _hostile_via(record: bytes | None):
         def log_message(self, *args):
             pass
 
-        def _answer(self, body: bytes) -> None:
+        def _answer(self, body: bytes, encoding: str | None = None) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
             self.send_header("X-Mcplab-Exchange", "1")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -219,7 +221,7 @@ def _hostile_via(record: bytes | None):
 
         def do_GET(self):
             if record is not None:
-                return self._answer(record)
+                return self._answer(record, encoding)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()  # no length: the body ends when the connection does, i.e. never
@@ -247,3 +249,21 @@ def test_a_via_record_without_end_is_read_up_to_the_capture_limit(origin, capsys
                      "--json", "--timeout", "30"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and [row["via"]["hopsRecorded"] for row in data["rows"] if row["via"]] == [False]
+
+
+def test_a_via_record_with_stacked_content_codings_is_not_decoded(origin, capsys):
+    import gzip
+    import tracemalloc
+
+    bomb = gzip.compress(gzip.compress(bytes(128 << 20)))
+    with _hostile_via(bomb, "gzip, gzip") as port:
+        tracemalloc.start()
+        try:
+            code = main(["check", "--url", origin.url, "--via", f"http://127.0.0.1:{port}/mcp", "--case", "golden-modern-list",
+                         "--json"])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and [row["via"]["hopsRecorded"] for row in data["rows"] if row["via"]] == [False]
+    assert peak < 64 * 1024 * 1024

@@ -40,6 +40,13 @@ class _TooLarge(Exception):
     """The response went past :data:`MAX_CAPTURE_BYTES`."""
 
 
+def stacked_codings(response: httpx.Response) -> bool:
+    """More than one content coding (``gzip, gzip``): httpx decodes each chunk whole, so a few hundred
+    bytes could decode to gigabytes before any count. Such an answer is not read (``too_large``)."""
+    codings = response.headers.get_list("content-encoding", split_commas=True)
+    return sum(coding.strip().lower() not in ("", "identity") for coding in codings) > 1
+
+
 class Unreachable(MCPLabError):
     """Nothing answers at the URL (connection refused, unknown host): one line, exit 2."""
 
@@ -190,6 +197,8 @@ def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], bod
             capture.request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.request.headers.raw]
             capture.status = response.status_code
             capture.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw]
+            if stacked_codings(response):
+                raise _TooLarge
             tap = _Tap(response, capture, started, budget)
             if capture.is_stream:
                 for event in EventSource(tap).iter_sse():  # type: ignore[arg-type]  # duck-typed response

@@ -28,7 +28,7 @@ from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
-from .capture import MAX_CAPTURE_BYTES, Capture, capture_client, send
+from .capture import MAX_CAPTURE_BYTES, Capture, capture_client, send, stacked_codings
 from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
 from .proxy import EXCHANGE_HEADER, RECORD_PREFIX, decode_record_body
@@ -223,7 +223,7 @@ def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] 
     try:
         # read like a capture (at most MAX_CAPTURE_BYTES): --via may be any server, not an mcplab proxy
         with client.stream("GET", f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}") as answer:
-            if answer.status_code != 200:
+            if answer.status_code != 200 or stacked_codings(answer):
                 return None
             body = bytearray()
             for chunk in answer.iter_bytes():
