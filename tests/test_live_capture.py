@@ -170,3 +170,17 @@ def test_stacked_content_codings_end_the_capture_as_too_large_unread():
             tracemalloc.stop()
     assert cap.failure == "too_large" and cap.status == 200 and not cap.ended and cap.body == b""
     assert peak < 32 * 1024 * 1024
+
+
+def test_a_stream_of_tiny_events_stops_at_the_event_limit_as_too_large(monkeypatch):
+    from mcplab.live import capture as capture_module
+
+    monkeypatch.setattr(capture_module, "MAX_CAPTURE_EVENTS", 1000)
+
+    async def flood(request):
+        return Response(b"data:\n\n" * 200_000, media_type="text/event-stream")  # 1.4 MB, 200 000 events
+
+    app = Starlette(routes=[Route("/mcp", flood, methods=["POST"])])
+    with serve_app(app, port=0) as port, capture_client() as client:
+        cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}", timeout=30)
+    assert cap.failure == "too_large" and not cap.ended and len(cap.events) == 1000

@@ -26,7 +26,8 @@ from ..errors import MCPLabError
 from ..headers import media_type, normalize_headers
 from ..sse import is_event_stream
 
-__all__ = ["Capture", "Unreachable", "capture_client", "send", "body_evidence", "FAILURES", "MAX_CAPTURE_BYTES"]
+__all__ = ["Capture", "Unreachable", "capture_client", "send", "body_evidence", "FAILURES", "MAX_CAPTURE_BYTES",
+           "MAX_CAPTURE_EVENTS"]
 
 #: What ``Capture.failure`` may say when no complete response arrived.
 FAILURES = ("timeout", "connection_closed", "refused_to_send", "too_large")
@@ -34,6 +35,9 @@ FAILURES = ("timeout", "connection_closed", "refused_to_send", "too_large")
 #: The most bytes of one response a capture keeps: past it the capture ends as ``too_large``
 #: (the bytes before it are kept), so a server that answers without end cannot exhaust memory.
 MAX_CAPTURE_BYTES = 64 * 1024 * 1024
+#: The most events of one stream a capture keeps: an event costs ~50 times its smallest spelling
+#: (``data:`` and a blank line, 7 bytes) in memory, so the byte limit alone would allow gigabytes.
+MAX_CAPTURE_EVENTS = 100_000
 
 
 class _TooLarge(Exception):
@@ -202,6 +206,8 @@ def send(client: httpx.Client, url: str, headers: Sequence[tuple[str, str]], bod
             tap = _Tap(response, capture, started, budget)
             if capture.is_stream:
                 for event in EventSource(tap).iter_sse():  # type: ignore[arg-type]  # duck-typed response
+                    if len(capture.events) >= MAX_CAPTURE_EVENTS:
+                        raise _TooLarge
                     capture.events.append({"event": event.event, "data": event.data, "id": event.id or None,
                                            "retry": event.retry, "at": round(time.perf_counter() - started, 6)})
             else:
