@@ -208,14 +208,29 @@ def _is_har_header(obj: Mapping[Any, Any]) -> bool:
 
 
 def _redact_url(url: str, path: str, paths: list[str]) -> str:
-    before_fragment, hash_sign, fragment = url.partition("#")
+    loose = _redact_loose_password(url, path, paths)
+    before_fragment, hash_sign, fragment = loose.partition("#")
     base, question, query = before_fragment.partition("?")
-    base = _redact_userinfo(base, path, paths)
+    if loose == url:  # else its password is already replaced (and reported)
+        base = _redact_userinfo(base, path, paths)
     if question:
         query = _redact_params(query, f"{path}?", paths)
     if hash_sign:
         fragment = _redact_params(fragment, f"{path}#", paths)
     return f"{base}{question}{query}{hash_sign}{fragment}"
+
+
+def _redact_loose_password(url: str, path: str, paths: list[str]) -> str:
+    """``scheme://user:pa/ss@host``: an unencoded ``/``, ``?`` or ``#`` in the password ends the authority
+    early, as a port that is not a number (``user:pa``); the password is replaced up to the next ``@``."""
+    start = url.index("://") + 3
+    end = min((i for i in (url.find(c, start) for c in "/?#") if i >= 0), default=len(url))
+    user, colon, port = url[start:end].partition(":")
+    at = url.find("@", end)
+    if not colon or "@" in port or user.startswith("[") or not port or port.isdigit() or at < 0:
+        return url
+    paths.append(f"{path}@password")
+    return f"{url[:start]}{user}:{REDACTED}{url[at:]}"
 
 
 def _redact_userinfo(base: str, path: str, paths: list[str]) -> str:

@@ -296,6 +296,21 @@ def test_url_userinfo_password_with_an_at_sign_and_in_header_values():
     assert redact(doc) == {"headers": [["Referer", "https://u:[REDACTED]@h/x"]], "list": ["ws://a:[REDACTED]@h"]}
 
 
+@pytest.mark.parametrize("url", ["http://u:ab#cd@h/mcp", "http://u:ab?cd@h/mcp", "https://u:ab/cd@h:8443/mcp?x=1"])
+def test_a_password_with_an_unencoded_slash_question_mark_or_hash_is_redacted(url):
+    """Such a password ends the authority early (``u:ab`` looks like a host with a port that is not
+    a number), so the userinfo rule never saw it; the whole password must still go."""
+    out = redact({"url": url})["url"]
+    assert "ab" not in out and "cd" not in out and out.startswith(("http://u:[REDACTED]@h", "https://u:[REDACTED]@h"))
+    assert redaction_paths({"url": url}) == ["$.url@password"] and redact(out) == out
+    assert "cd" not in redact_urls_in(f"cannot reach {url}: refused")
+
+
+@pytest.mark.parametrize("url", ["http://h:8080/mcp?mail=a@b", "http://[::1]/x?mail=a@b", "http://h:/x?mail=a@b", "http://h/a:b@c"])
+def test_urls_without_a_password_keep_their_at_signs(url):
+    assert redact(url) == url and redaction_paths(url) == []
+
+
 def test_a_password_already_shown_as_redacted_is_kept():
     assert redact("http://u:[REDACTED]@h/") == "http://u:[REDACTED]@h/"
 
