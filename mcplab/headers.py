@@ -23,6 +23,7 @@ __all__ = [
     "decode_header_value",
     "is_raw_header_value_valid",
     "media_type",
+    "content_codings",
     "PROTOCOL_VERSION_HEADER",
     "METHOD_HEADER",
     "NAME_HEADER",
@@ -90,6 +91,16 @@ def media_type(headers: Mapping[str, list[str]]) -> str | None:
     """
     types = sorted({value.split(";", 1)[0].strip().lower() for value in headers.get("content-type", ())})
     return ", ".join(types) if types else None
+
+
+def content_codings(values: Iterable[str]) -> list[str]:
+    """The content codings that ``Content-Encoding`` header ``values`` apply, ``identity`` dropped.
+
+    More than one (``gzip, gzip``) is refused unread by every mcplab reader: an HTTP client decodes
+    each chunk whole, so a few hundred bytes on the wire could decode to gigabytes before any count.
+    """
+    return [coding.strip().lower() for value in values for coding in value.split(",")
+            if coding.strip().lower() not in ("", "identity")]
 
 
 def encode_header_value(value: str) -> str:

@@ -8,6 +8,7 @@ from mcp.shared.inbound import encode_header_value as sdk_encode
 
 from mcplab import (
     ProtocolViolation,
+    content_codings,
     decode_header_value,
     encode_header_value,
     normalize_headers,
@@ -62,3 +63,11 @@ def test_conflicting_duplicates_are_a_header_mismatch():
 def test_header_entries_must_be_pairs():
     with pytest.raises(TypeError):
         normalize_headers([("only-name",)])
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ([], []), (["identity"], []), (["gzip"], ["gzip"]), (["GZip, identity"], ["gzip"]),
+    (["gzip, gzip"], ["gzip", "gzip"]), (["gzip", "br"], ["gzip", "br"]), ([" , deflate ,"], ["deflate"]),
+])
+def test_content_codings_split_commas_and_lines_and_drop_identity(values, expected):
+    assert content_codings(values) == expected

@@ -23,7 +23,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from ..errors import MCPLabError
-from ..headers import media_type, normalize_headers
+from ..headers import content_codings, media_type, normalize_headers
 from ..sse import is_event_stream
 
 __all__ = ["Capture", "Unreachable", "capture_client", "send", "body_evidence", "FAILURES", "MAX_CAPTURE_BYTES",
@@ -47,8 +47,7 @@ class _TooLarge(Exception):
 def stacked_codings(response: httpx.Response) -> bool:
     """More than one content coding (``gzip, gzip``): httpx decodes each chunk whole, so a few hundred
     bytes could decode to gigabytes before any count. Such an answer is not read (``too_large``)."""
-    codings = response.headers.get_list("content-encoding", split_commas=True)
-    return sum(coding.strip().lower() not in ("", "identity") for coding in codings) > 1
+    return len(content_codings(response.headers.get_list("content-encoding"))) > 1
 
 
 class Unreachable(MCPLabError):

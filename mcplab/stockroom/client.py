@@ -22,6 +22,7 @@ import httpx
 
 from .. import __version__
 from ..errors import MCPLabError, ProtocolViolation
+from ..headers import content_codings
 from ..redaction import redact
 from ..release import stream_health_sample
 from ..requests import build_request
@@ -100,7 +101,7 @@ class StockroomClient(StockroomAPI):
                 declared = reply.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
                     raise StockroomConnectionError(too_big)
-                codings = [c for c in reply.headers.get_list("content-encoding", split_commas=True) if c.strip().lower() != "identity"]
+                codings = content_codings(reply.headers.get_list("content-encoding"))
                 if len(codings) > 1:  # httpx decodes a chunk whole: gzip of gzip could fill memory before the count below
                     raise StockroomConnectionError(f"{url}: the answer stacks content codings ({', '.join(codings)}); "
                                                    "one at most is read")
