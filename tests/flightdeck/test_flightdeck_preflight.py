@@ -7,17 +7,14 @@ MCP server that is not the stockroom (so nothing about its policy may be invente
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from contextlib import contextmanager
 
 import mcp_types as t
 import pytest
-import uvicorn
 from mcp.server import Server
 
 from mcplab.flightdeck import STOP_REASONS, FlightDeck, FlightDeckError, check_arguments
+from mcplab.serving import serve_app
 from mcplab.stockroom import Stockroom, StockroomClient, serve_stockroom
 
 from .support import ERAS, RESTOCK
@@ -227,21 +224,8 @@ def serve_generic():
 
     app = Server("generic-test", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool).streamable_http_app(
         stateless_http=True, json_response=True, host="127.0.0.1")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the generic server did not start"
-            time.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", calls
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_app(app, port=0, name="generic test server") as port:
+        yield f"http://127.0.0.1:{port}/mcp", calls
 
 
 @pytest.mark.parametrize("era", ERAS)
