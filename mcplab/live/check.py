@@ -5,7 +5,10 @@ endpoint allowed legacy, a bounded ``initialize``); the decision record (policy,
 legacy evidence, chosen era) is part of the result. Each applicable case is sent directly and,
 with ``via``, through the proxy; both captures are judged by the same runner. A via cell also
 carries the proxy's own hop findings and, for streams, the buffering comparison with the direct
-capture, so every behaviour change names its boundary.
+capture, so every behaviour change names its boundary. Every answer is read with a bound: a
+capture up to ``MAX_CAPTURE_BYTES``, a proxy record up to :data:`MAX_RECORD_BYTES` (larger, or one
+the proxy marked ``truncated``, is no hop evidence: "unobserved hop"), and a session's ``DELETE``
+answer not at all.
 """
 
 from __future__ import annotations
@@ -31,9 +34,14 @@ from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
 from .capture import Capture, capture_client, send
 from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
-from .proxy import EXCHANGE_HEADER, RECORD_PREFIX, decode_record_body
+from .proxy import EXCHANGE_HEADER, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, RECORD_PREFIX, decode_record_body
 
-__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe"]
+__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe", "MAX_RECORD_BYTES"]
+
+#: The largest proxy record read: the mcplab proxy records the request body twice (ingress and
+#: the origin's copy) and at most ``MAX_RESPONSE_BYTES`` of the answer; JSON escaping and base64
+#: may grow them, hence the factor 2. A larger answer from ``--via`` is not read on.
+MAX_RECORD_BYTES = 2 * (2 * MAX_REQUEST_BYTES + MAX_RESPONSE_BYTES)
 
 _CLIENT_INFO = {"name": "mcplab", "version": __version__}
 Progress = Callable[[int, int, str], None]
@@ -193,8 +201,9 @@ def _close_session(client: httpx.Client, url: str, headers: Sequence[tuple[str, 
     """End a 2025-11-25 session (``DELETE`` with its id) so it does not stay open on the server;
     a server that refuses (405) or is gone is left as it is."""
     if any(name.lower() == "mcp-session-id" for name, _ in headers):
-        try:
-            client.delete(url, headers=[("MCP-Protocol-Version", LEGACY_VERSION), *extra, *headers])
+        try:  # the answer's status is all there is to it: its body is never read
+            with client.stream("DELETE", url, headers=[("MCP-Protocol-Version", LEGACY_VERSION), *extra, *headers]):
+                pass
         except httpx.HTTPError:
             pass
 
@@ -213,19 +222,27 @@ def _request_body(case: LiveCase) -> Any:
 
 def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
     """The proxy's own record of the exchange behind ``capture``; ``None`` when there is none to
-    use (not an mcplab proxy, the record is gone, or it is not a record this client can read)."""
+    use (not an mcplab proxy, the record is gone or truncated, over :data:`MAX_RECORD_BYTES`, or
+    not a record this client can read)."""
     number = capture.header(EXCHANGE_HEADER)
     if number is None:
         return None
     parts = urlsplit(via)
     try:
-        answer = client.get(f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}")
-        record = answer.json() if answer.status_code == 200 else None
-        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+        with client.stream("GET", f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}") as answer:
+            if answer.status_code != 200:
+                return None
+            data = bytearray()
+            for chunk in answer.iter_bytes():
+                data += chunk
+                if len(data) > MAX_RECORD_BYTES:
+                    return None
+        record = json.loads(data)
+        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict) or record["origin"].get("truncated"):
             return None
         for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
             hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):  # binascii.Error is a ValueError
+    except (httpx.HTTPError, ValueError, RecursionError, KeyError, TypeError, AttributeError):  # binascii.Error: a ValueError
         return None
     return record
 
