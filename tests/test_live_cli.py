@@ -177,3 +177,18 @@ def test_a_server_that_is_not_mcp_fails_with_what_it_answered(status, body, medi
     out = capsys.readouterr().out
     assert code == 1 and "era: None" in out
     assert "no case was run: the server/discover probe was " + said in out and "proves no MCP era" in out
+
+
+def test_the_proxy_start_line_shows_no_credential_of_the_upstream_url(origin, capsys, monkeypatch):
+    import mcplab.serving
+
+    def start_and_stop(server, started):  # run_until_signal without waiting for a signal
+        with server as running:
+            started(running)
+    monkeypatch.setattr(mcplab.serving, "run_until_signal", start_and_stop)
+    port = origin.url.split(":")[2].split("/")[0]
+    upstream = f"http://ann:{SECRET}@127.0.0.1:{port}/mcp?token={SECRET}"
+    assert main(["proxy", "--upstream", upstream, "--port", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "serving http://127.0.0.1:" in captured.out and "ann:[REDACTED]@127.0.0.1" in captured.out
+    assert SECRET not in captured.out + captured.err

@@ -116,6 +116,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
+    from ..redaction import redact_urls_in
     from ..serving import run_until_signal
     from .proxy import ProxyError, serve_proxy
 
@@ -123,7 +124,9 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         raise ProxyError(f"--port must be 0..65535, got {args.port}")
 
     def started(proxy: Any) -> None:
-        print(f"mcplab proxy ({proxy.mode}) serving {proxy.url} -> {proxy.upstream}  (Ctrl-C stops)", flush=True)
+        # the upstream URL may carry credentials (userinfo, a token in the query): never printed
+        print(redact_urls_in(f"mcplab proxy ({proxy.mode}) serving {proxy.url} -> {proxy.upstream}  (Ctrl-C stops)"),
+              flush=True)
 
     run_until_signal(serve_proxy(args.upstream, args.mode, host=args.host, port=args.port, log_level=args.log_level), started)
     print("mcplab proxy stopped", file=sys.stderr)
