@@ -184,3 +184,81 @@ def test_a_stream_of_tiny_events_stops_at_the_event_limit_as_too_large(monkeypat
     with serve_app(app, port=0) as port, capture_client() as client:
         cap = send(client, f"http://127.0.0.1:{port}/mcp", [], b"{}", timeout=30)
     assert cap.failure == "too_large" and not cap.ended and len(cap.events) == 1000
+
+
+def test_ending_a_session_does_not_read_the_answer_body():
+    import httpx
+
+    from mcplab.live.check import _close_session
+
+    read = []
+
+    class Endless(httpx.SyncByteStream):
+        def __iter__(self):
+            for _ in range(1000):
+                read.append(1)
+                yield b"x" * 1024
+
+    def answer(request):  # in memory: no traffic
+        return httpx.Response(200, stream=Endless())
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        _close_session(client, "http://127.0.0.1:9/mcp", [("Mcp-Session-Id", "s")], [])
+    assert len(read) <= 1
+
+
+def test_a_proxy_record_over_the_limit_is_not_read(monkeypatch):
+    import httpx
+
+    from mcplab.live import check as check_module
+    from mcplab.live.capture import Capture
+    from mcplab.live.proxy import EXCHANGE_HEADER
+
+    monkeypatch.setattr(check_module, "MAX_RECORD_BYTES", 64 * 1024)
+    hop = {"headers": [], "body": {"text": "x" * 100_000}}
+    record = json.dumps({"ingress": hop, "origin": {"status": 200, "headers": [], "body": hop["body"], "request": hop}})
+
+    def serve(request):  # in memory: a "proxy" whose record is larger than any the mcplab proxy keeps
+        return httpx.Response(200, content=record.encode(), headers={"content-type": "application/json"})
+
+    proxied = Capture(url="http://127.0.0.1:9/mcp", request_headers=[], request_body=b"{}", status=200,
+                      headers=[(EXCHANGE_HEADER, "1")])
+    with httpx.Client(transport=httpx.MockTransport(serve)) as client:
+        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is None
+        monkeypatch.setattr(check_module, "MAX_RECORD_BYTES", 1024 * 1024)
+        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is not None  # under it: read
+
+
+def test_a_truncated_proxy_record_is_no_hop_evidence():
+    import httpx
+
+    from mcplab.live import check as check_module
+    from mcplab.live.capture import Capture
+    from mcplab.live.proxy import EXCHANGE_HEADER
+
+    hop = {"headers": [], "body": {"text": "x"}}
+    record = {"ingress": hop, "origin": {"status": 200, "headers": [], "body": hop["body"], "request": hop, "truncated": True}}
+
+    proxied = Capture(url="http://127.0.0.1:9/mcp", request_headers=[], request_body=b"{}", status=200,
+                      headers=[(EXCHANGE_HEADER, "1")])
+    with httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=record))) as client:
+        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is None
+
+
+def test_a_too_large_capture_is_a_clear_failure_in_the_json_and_the_report():
+    from mcplab.live.capture import Capture
+    from mcplab.live.check import CheckResult
+    from mcplab.live.report import redacted_result, render_report
+
+    (case,) = [c for c in built_cases("modern", ["read_stock"]) if c.stream]
+    cut = Capture(url="http://127.0.0.1:9/mcp", request_headers=[], request_body=b"{}", status=200,
+                  headers=[("content-type", "application/json")], body=b'{"jsonrpc":"2.0","result":"\xe2\x82', failure="too_large")
+    row = {"case": case.key, "name": case.name, "class": "golden", "boundary": None, "applies": True, "reason": None,
+           "description": "", "direct": judge_capture(case, cut), "via": None, "change": None,
+           "evidence": {"direct": cut.to_evidence()}}
+    result = CheckResult(url=cut.url, via=None, era={"era": "modern", "case": "x", "reason": "x"}, rows=[row])
+    data = redacted_result(result)
+    assert data["ok"] is False and data["rows"][0]["direct"]["status"] == "fail"
+    assert data["rows"][0]["evidence"]["direct"]["failure"] == "too_large"
+    page = render_report(result)
+    assert "<b>FAIL</b>" in page and "no complete response: too large" in page and "too_large" in page

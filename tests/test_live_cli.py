@@ -242,8 +242,8 @@ def test_a_via_record_nested_too_deeply_is_no_record_not_a_traceback(origin, cap
     assert code == 1 and [row["via"]["hopsRecorded"] for row in data["rows"] if row["via"]] == [False]
 
 
-def test_a_via_record_without_end_is_read_up_to_the_capture_limit(origin, capsys, monkeypatch):
-    monkeypatch.setattr("mcplab.live.check.MAX_CAPTURE_BYTES", 1024 * 1024)
+def test_a_via_record_without_end_is_read_up_to_the_record_limit(origin, capsys, monkeypatch):
+    monkeypatch.setattr("mcplab.live.check.MAX_RECORD_BYTES", 1024 * 1024)
     with _hostile_via(None) as port:
         code = main(["check", "--url", origin.url, "--via", f"http://127.0.0.1:{port}/mcp", "--case", "golden-modern-list",
                      "--json", "--timeout", "30"])

@@ -254,3 +254,46 @@ def test_a_request_body_over_the_limit_is_413_and_never_forwarded(origin, monkey
     assert declared.status_code == 413 and streamed.status_code == 413
     assert EXCHANGE_HEADER not in declared.headers and EXCHANGE_HEADER not in streamed.headers
     assert fits.status_code == 200 and fits.json()["length"] == 1000 and fits.headers[EXCHANGE_HEADER] == "1"
+
+
+# --- unbounded reads: the origin's answer, an event without end ----------------------------------
+
+
+def test_a_held_back_origin_answer_over_the_limit_is_502_and_not_held(origin, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_RESPONSE_BYTES", 64 * 1024)
+    with serve_proxy(origin + "/big/100000", "buffer-sse") as proxy, capture_client() as client:
+        answer = client.post(proxy.url, content=b"{}")
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
+    assert answer.status_code == 502 and answer.text.startswith("upstream answer over")
+    assert recorded["failure"] == "too_large" and recorded["complete"] is True
+    assert len(recorded["origin"]["body"]["text"]) <= 64 * 1024
+
+
+def test_a_streamed_origin_answer_is_recorded_up_to_the_limit_and_marked_truncated(origin, monkeypatch):
+    monkeypatch.setattr(proxy_module, "MAX_RESPONSE_BYTES", 64 * 1024)
+    with serve_proxy(origin + "/big/100000") as proxy, capture_client() as client:
+        answer = client.post(proxy.url, content=b"{}")
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + answer.headers[EXCHANGE_HEADER]).json()
+    assert answer.status_code == 200 and len(answer.content) > 100000  # streaming on is not cut
+    assert recorded["origin"]["truncated"] is True and len(recorded["origin"]["body"]["text"]) <= 64 * 1024
+
+
+def test_an_event_without_end_is_passed_on_not_held_by_rewrite_body(monkeypatch):
+    from mcplab.live.proxy import _EventRewriter
+
+    monkeypatch.setattr(proxy_module, "MAX_EVENT_BYTES", 1000)
+    rewriter = _EventRewriter()
+    chunks = [b"data: " + b"x" * 600, b"y" * 600, b'\n\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n']
+    out = [rewriter.feed(chunk) for chunk in chunks]
+    assert out[0] == b"" and out[1] == chunks[0] + chunks[1]  # held until the limit, then passed on
+    assert out[2] == chunks[2] and rewriter.rest() == b""  # the rest of that stream passes unchanged
+
+
+def test_the_record_endpoint_redacts_credentials_in_headers(origin):
+    with serve_proxy(origin + "/echo") as proxy, capture_client() as client:
+        client.post(proxy.url, content=b"{}", headers=[("Authorization", "Bearer s3cret-a"), ("Cookie", "sid=s3cret-c"),
+                                                        ("Proxy-Authorization", "Basic s3cret-p")])
+        recorded = client.get(proxy.base_url + RECORD_PREFIX + "1").json()
+    # every header list of the record (the origin's echo BODY stays as sent, see the module docstring)
+    headers = json.dumps([recorded["ingress"]["headers"], recorded["origin"]["request"]["headers"], recorded["origin"]["headers"]])
+    assert "s3cret" not in headers and "a=1; Path=/" not in headers and headers.count("[REDACTED]") == 8

@@ -5,7 +5,10 @@ endpoint allowed legacy, a bounded ``initialize``); the decision record (policy,
 legacy evidence, chosen era) is part of the result. Each applicable case is sent directly and,
 with ``via``, through the proxy; both captures are judged by the same runner. A via cell also
 carries the proxy's own hop findings and, for streams, the buffering comparison with the direct
-capture, so every behaviour change names its boundary.
+capture, so every behaviour change names its boundary. Every answer is read with a bound: a
+capture up to ``MAX_CAPTURE_BYTES``, a proxy record up to :data:`MAX_RECORD_BYTES` (larger, or one
+the proxy marked ``truncated``, is no hop evidence: "unobserved hop"), and a session's ``DELETE``
+answer not at all.
 """
 
 from __future__ import annotations
@@ -28,12 +31,17 @@ from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
-from .capture import MAX_CAPTURE_BYTES, Capture, capture_client, send, stacked_codings
+from .capture import Capture, capture_client, send, stacked_codings
 from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
-from .proxy import EXCHANGE_HEADER, RECORD_PREFIX, decode_record_body
+from .proxy import EXCHANGE_HEADER, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, RECORD_PREFIX, decode_record_body
 
-__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe"]
+__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe", "MAX_RECORD_BYTES"]
+
+#: The largest proxy record read: the mcplab proxy records the request body twice (ingress and
+#: the origin's copy) and at most ``MAX_RESPONSE_BYTES`` of the answer; JSON escaping and base64
+#: may grow them, hence the factor 2. A larger answer from ``--via`` is not read on.
+MAX_RECORD_BYTES = 2 * (2 * MAX_REQUEST_BYTES + MAX_RESPONSE_BYTES)
 
 _CLIENT_INFO = {"name": "mcplab", "version": __version__}
 Progress = Callable[[int, int, str], None]
@@ -215,23 +223,24 @@ def _request_body(case: LiveCase) -> Any:
 
 def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
     """The proxy's own record of the exchange behind ``capture``; ``None`` when there is none to
-    use (not an mcplab proxy, the record is gone, or it is not a record this client can read)."""
+    use (not an mcplab proxy, the record is gone or truncated, over :data:`MAX_RECORD_BYTES`, or
+    not a record this client can read)."""
     number = capture.header(EXCHANGE_HEADER)
     if number is None:
         return None
     parts = urlsplit(via)
     try:
-        # read like a capture (at most MAX_CAPTURE_BYTES): --via may be any server, not an mcplab proxy
+        # read at most MAX_RECORD_BYTES, never decoded twice: --via may be any server, not an mcplab proxy
         with client.stream("GET", f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}") as answer:
             if answer.status_code != 200 or stacked_codings(answer):
                 return None
             body = bytearray()
             for chunk in answer.iter_bytes():
                 body += chunk
-                if len(body) > MAX_CAPTURE_BYTES:
+                if len(body) > MAX_RECORD_BYTES:
                     return None
         record = json.loads(body)
-        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict):
+        if not isinstance(record, dict) or not isinstance(record.get("origin"), dict) or record["origin"].get("truncated"):
             return None
         for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
             hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""

@@ -15,7 +15,9 @@ loopback only, keeps a bounded number of records and body bytes, and answers not
 request whose ``Host`` is not a loopback name (421) or whose ``Origin`` is a foreign page (403):
 the SDK's own DNS-rebinding check, with the loopback settings the mcplab servers use, so a web page
 the user visits cannot reach the proxy (or the origin behind it) through a rebound name. Request
-bodies over :data:`MAX_REQUEST_BYTES` are answered 413 and never forwarded.
+bodies over :data:`MAX_REQUEST_BYTES` are answered 413 and never forwarded; an origin answer is held
+(the buffering modes) or recorded (streamed on) up to :data:`MAX_RESPONSE_BYTES` only: past it a held
+answer is a 502 (``failure: "too_large"``) and a streamed one goes on unrecorded (``truncated``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from ..serving import BodyTooLarge, is_loopback, read_body, serve_app, transport
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
-           "decode_record_body", "MAX_REQUEST_BYTES"]
+           "decode_record_body", "MAX_REQUEST_BYTES", "MAX_RESPONSE_BYTES", "MAX_EVENT_BYTES"]
 
 PROXY_MODES: tuple[str, ...] = ("faithful", "collapse-errors", "rewrite-body", "buffer-sse")
 EXCHANGE_HEADER = "x-mcplab-exchange"
@@ -64,6 +66,13 @@ _KEEP_BYTES = 64 * 1024 * 1024
 _RECORD_WAIT_SECONDS = 5.0
 #: The largest request body the proxy reads and forwards; a larger one is answered 413.
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
+#: The most bytes of one origin answer the proxy holds back (``buffer-sse``, ``collapse-errors``,
+#: ``rewrite-body`` on JSON: a larger one is answered 502) or records (a streamed answer goes on
+#: past it, and its record is marked ``truncated``). The live capture keeps as much.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: ``rewrite-body`` holds an event until its end; past this many bytes without one, the stream is
+#: passed on unchanged from there (so an event without end holds no memory).
+MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: How long the proxy waits on the origin (connect, each read) before it answers 504.
 UPSTREAM_TIMEOUT_SECONDS = 30.0
 
@@ -128,23 +137,33 @@ class _EventRewriter:
     JSON-RPC result gets the rewrite; comments, priming events and notifications pass unchanged."""
 
     def __init__(self) -> None:
-        self._pending = b""
+        self._pending = bytearray()
+        self._passing = False  # an event went past MAX_EVENT_BYTES: the rest of the stream passes unchanged
 
     def feed(self, chunk: bytes) -> bytes:
+        if self._passing:
+            return chunk
+        start = max(0, len(self._pending) - 3)  # an event end is at most 4 bytes: the rest was searched
         self._pending += chunk
         out = []
-        while (end := _EVENT_END.search(self._pending)) is not None:
-            event, self._pending = self._pending[:end.end()], self._pending[end.end():]
+        while (end := _EVENT_END.search(self._pending, start)) is not None:
+            event = bytes(self._pending[:end.end()])
+            del self._pending[:end.end()]
+            start = 0
             lines = _DATA_LINE.findall(event.replace(b"\r\n", b"\n"))
             if len(lines) == 1 and lines[0].strip():
                 data = lines[0].rstrip(b"\r")
                 rewritten = _rewritten(data)
                 event = event.replace(data, rewritten, 1) if rewritten != data else event
             out.append(event)
+        if len(self._pending) > MAX_EVENT_BYTES:
+            self._passing = True
+            out.append(self.rest())
         return b"".join(out)
 
     def rest(self) -> bytes:
-        rest, self._pending = self._pending, b""
+        rest = bytes(self._pending)
+        self._pending.clear()
         return rest
 
 
@@ -283,6 +302,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
                             headers={EXCHANGE_HEADER: str(number)})
         headers = _pairs(answer.headers.raw)
         chunks: list[bytes] = []
+        held = 0  # body bytes in ``chunks``
         origin_hop: dict[str, Any] = {"status": answer.status_code, "headers": headers, "chunks": chunks,
                                       "request": {"headers": _pairs(outgoing.headers.raw), "body": _body_record(body)}}
         entry["origin"] = origin_hop
@@ -294,10 +314,15 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
             rewriter = _EventRewriter() if mode == "rewrite-body" and stream and not encoded else None
 
             async def relay() -> AsyncIterator[bytes]:
+                nonlocal held
                 try:
                     async for chunk in answer.aiter_raw():
-                        chunks.append(chunk)
-                        records.grew(number, len(chunk))
+                        if "truncated" not in origin_hop and held + len(chunk) <= MAX_RESPONSE_BYTES:
+                            chunks.append(chunk)
+                            held += len(chunk)
+                            records.grew(number, len(chunk))
+                        else:  # relayed on, no longer recorded
+                            origin_hop["truncated"] = True
                         yield chunk if rewriter is None else rewriter.feed(chunk)
                     if rewriter is not None:
                         yield rewriter.rest()
@@ -314,7 +339,12 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
             return relayed
         try:
             async for chunk in answer.aiter_raw():  # raw: a compressed body stays as the origin encoded it
+                if held + len(chunk) > MAX_RESPONSE_BYTES:
+                    entry.update(complete=True, failure="too_large")
+                    return Response(f"upstream answer over {MAX_RESPONSE_BYTES // 2**20} MiB: not held back\n",
+                                    status_code=502, media_type="text/plain", headers={EXCHANGE_HEADER: str(number)})
                 chunks.append(chunk)
+                held += len(chunk)
                 records.grew(number, len(chunk))
         except httpx.HTTPError as exc:
             entry.update(complete=True, failure=f"{type(exc).__name__}: {exc}")
