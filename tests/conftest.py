@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -13,6 +14,14 @@ import pytest
 
 from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION
 from mcplab.conformance import RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll ``condition`` until it is true; fail the test naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:g} s"
+        time.sleep(0.02)  # poll interval, bounded by the deadline above
 
 
 @contextmanager

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from starlette.applications import Starlette
@@ -18,6 +17,8 @@ from mcplab.cli import main
 from mcplab.live import serve_proxy
 from mcplab.serving import serve_app
 from mcplab.stockroom.server import serve_stockroom
+
+from .conftest import wait_until
 
 SECRET = "cli-secret-token-4242"
 
@@ -122,9 +123,7 @@ def test_proxy_command_serves_until_sigterm(origin, tmp_path):
         child = subprocess.Popen([sys.executable, "-m", "mcplab", "proxy", "--upstream", origin.url, "--port", "0",
                                   "--mode", "buffer-sse"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 20
-        while "serving" not in log.read_text() and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
+        wait_until(lambda: "serving" in log.read_text() or child.poll() is not None, 20, "the proxy's start-up line")
         line = log.read_text()
         assert "mcplab proxy (buffer-sse) serving http://127.0.0.1:" in line, line
         url = line.split("serving ", 1)[1].split()[0]

@@ -760,11 +760,15 @@ def test_stopping_ends_listen_streams_gracefully_and_does_not_wait_for_slow_call
 
     lines: list[str] = []
     outcomes: list[object] = []
+    acknowledged = threading.Event()
 
     def listen(url):
         body, headers = build_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
         with httpx.Client(timeout=30) as http, http.stream("POST", url, json=body, headers=headers) as reply:
-            lines.extend(reply.iter_lines())
+            for line in reply.iter_lines():
+                lines.append(line)
+                if "subscriptions/acknowledged" in line:
+                    acknowledged.set()
 
     def slow_call(url):
         body, headers = build_request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 600}})
@@ -777,10 +781,7 @@ def test_stopping_ends_listen_streams_gracefully_and_does_not_wait_for_slow_call
         threads = [threading.Thread(target=f, args=(srv.url,), daemon=True) for f in (listen, slow_call)]
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + 10
-        while not any("subscriptions/acknowledged" in line for line in lines):
-            assert time.monotonic() < deadline, "no listen acknowledgement"
-            time.sleep(0.01)
+        assert acknowledged.wait(timeout=10), "no listen acknowledgement"
         started = time.monotonic()
     stopped_in = time.monotonic() - started
     for thread in threads:
