@@ -22,8 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from .errors import MCPLabError
 
-__all__ = ["ServeError", "BodyTooLarge", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump",
-           "read_body"]
+__all__ = ["ServeError", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump"]
 
 T = TypeVar("T")
 
@@ -32,28 +31,6 @@ _STARTUP_SECONDS = 10.0
 
 class ServeError(MCPLabError):
     """A server could not start (port in use, bad host); the message says which."""
-
-
-class BodyTooLarge(Exception):
-    """A request body over the limit a route allows (``limit`` bytes): answer 413."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the body is larger than {limit} bytes")
-        self.limit = limit
-
-
-async def read_body(request: Any, limit: int) -> bytes:
-    """A Starlette request's body, at most ``limit`` bytes: refused by its ``Content-Length`` before
-    reading, or counted while reading a chunked body (:class:`BodyTooLarge` either way)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise BodyTooLarge(limit)
-    return bytes(body)
 
 
 @contextmanager

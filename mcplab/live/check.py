@@ -25,13 +25,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from .. import __version__
+from ..bounded import BodyTooLarge, read_reply
 from ..cases import CASES
 from ..era import select_era
 from ..errors import EvidenceError, MCPLabError
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
-from .capture import Capture, capture_client, send, stacked_codings
+from .capture import Capture, capture_client, send
 from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
 from .proxy import EXCHANGE_HEADER, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, RECORD_PREFIX, decode_record_body
@@ -232,19 +233,14 @@ def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] 
     try:
         # read at most MAX_RECORD_BYTES, never decoded twice: --via may be any server, not an mcplab proxy
         with client.stream("GET", f"{parts.scheme}://{parts.netloc}{RECORD_PREFIX}{number}") as answer:
-            if answer.status_code != 200 or stacked_codings(answer):
+            if answer.status_code != 200:
                 return None
-            body = bytearray()
-            for chunk in answer.iter_bytes():
-                body += chunk
-                if len(body) > MAX_RECORD_BYTES:
-                    return None
-        record = json.loads(body)
+            record = json.loads(read_reply(answer, MAX_RECORD_BYTES))
         if not isinstance(record, dict) or not isinstance(record.get("origin"), dict) or record["origin"].get("truncated"):
             return None
         for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
             hop["body"] = decode_record_body(hop["body"]) if isinstance(hop.get("body"), dict) else b""
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError, RecursionError):  # binascii.Error is a ValueError
+    except (httpx.HTTPError, BodyTooLarge, ValueError, KeyError, TypeError, AttributeError, RecursionError):  # binascii.Error: ValueError
         return None
     return record
 

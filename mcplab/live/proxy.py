@@ -42,9 +42,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..bounded import BodyTooLarge, read_body
 from ..errors import MCPLabError
 from ..redaction import redact
-from ..serving import BodyTooLarge, is_loopback, read_body, serve_app, transport_security
+from ..serving import is_loopback, serve_app, transport_security
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",

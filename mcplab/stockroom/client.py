@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from .. import __version__
+from ..bounded import BodyTooLarge, read_reply
 from ..errors import MCPLabError, ProtocolViolation
-from ..headers import content_codings
 from ..redaction import redact
 from ..release import stream_health_sample
 from ..requests import build_request
@@ -95,25 +95,15 @@ class StockroomClient(StockroomAPI):
 
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """One HTTP exchange with the body read up to :data:`MAX_RESPONSE_BYTES`; failures are one line."""
-        too_big = f"{url}: the answer is larger than {MAX_RESPONSE_BYTES} bytes"
         try:
             with self._http.stream(method, url, **kwargs) as reply:
-                declared = reply.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-                    raise StockroomConnectionError(too_big)
-                codings = content_codings(reply.headers.get_list("content-encoding"))
-                if len(codings) > 1:  # httpx decodes a chunk whole: gzip of gzip could fill memory before the count below
-                    raise StockroomConnectionError(f"{url}: the answer stacks content codings ({', '.join(codings)}); "
-                                                   "one at most is read")
-                body = bytearray()
-                for chunk in reply.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_RESPONSE_BYTES:
-                        raise StockroomConnectionError(too_big)
+                body = read_reply(reply, MAX_RESPONSE_BYTES)
+        except BodyTooLarge as exc:
+            raise StockroomConnectionError(f"{url}: {exc}") from None
         except httpx.HTTPError as exc:
             raise StockroomConnectionError(f"{url}: {exc.__class__.__name__}: {exc}") from None
         headers = [(name, value) for name, value in reply.headers.multi_items() if name.lower() not in _WIRE_HEADERS]
-        return httpx.Response(reply.status_code, headers=headers, content=bytes(body), request=reply.request)
+        return httpx.Response(reply.status_code, headers=headers, content=body, request=reply.request)
 
     def _json_of(self, reply: httpx.Response, where: str) -> Any:
         """The reply body as JSON; garbage or JSON nested too deeply to parse is a one-line error."""

@@ -36,8 +36,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
+from ..bounded import BodyTooLarge, read_body
 from ..request_guard import RequestOrderGuard
-from ..serving import BodyTooLarge, ServeError, is_loopback, read_body, serve_app, transport_security, wire_dump
+from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
