@@ -7,6 +7,7 @@ LMS download). A JupyterHub course that uses the exchange sets ``c.Exchange.root
 """
 
 from mcplab.course.grading import autograde_preprocessors
+from mcplab.course.hidden import feedback_preprocessors
 
 c = get_config()  # noqa: F821  (nbgrader injects get_config)
 
@@ -22,3 +23,7 @@ c.Autograde.autograde_preprocessors = autograde_preprocessors()
 
 # A submission that deleted a test cell gets it back and is graded on it.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback never shows hidden tests: nbgrader renders the autograded notebook, hidden tests and
+# the tracebacks that quote them included, unless HideHiddenTests removes them first.
+c.GenerateFeedback.preprocessors = feedback_preprocessors()

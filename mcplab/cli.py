@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import CASES
+from .course.cli import add_course_command
 from .errors import MCPLabError
 from .flightdeck.cli import add_preflight_command
 from .live.cli import add_live_commands
@@ -401,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     cases.set_defaults(func=_cmd_cases)
     add_live_commands(sub)
     add_preflight_command(sub)
+    add_course_command(sub)
     return parser
 
 

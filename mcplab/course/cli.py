@@ -1,0 +1,110 @@
+"""``mcplab course``: regenerate the student release and rehearse grading. Registered by ``mcplab.cli``.
+
+Both commands work on a course folder (default ``graders/`` under the current directory, i.e. a
+checkout of mcplab) and need the course tools (``pip install 'mcplab[course]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import MCPLabError
+from . import LABS
+
+__all__ = ["add_course_command"]
+
+
+class _MissingTools(MCPLabError):
+    """nbgrader is not installed."""
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _load(module: str):  # noqa: ANN202 - a module
+    try:
+        if module == "release":
+            from . import release as mod
+        else:
+            from . import rehearsal as mod
+    except ImportError as exc:
+        raise _MissingTools(f"mcplab course needs the course tools ({exc.name} is missing): pip install 'mcplab[course]'") from None
+    return mod
+
+
+def _labs(names: list[str]) -> list[str]:
+    unknown = [n for n in names if n not in LABS]
+    if unknown:
+        raise MCPLabError(f"unknown lab {unknown[0]!r}: expected one of {', '.join(LABS)}")
+    return names or list(LABS)
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
+    release = _load("release")
+    course, labs_dir = Path(args.course), Path(args.labs)
+    if args.check:
+        problems = release.stale_labs(course, labs_dir)
+        for problem in problems:
+            print(problem)
+        if problems:
+            print(f"{labs_dir} is out of date: run 'mcplab course release' and commit the result", file=sys.stderr)
+            return 1
+        print(f"{labs_dir} is the release of {course}/source ({len(LABS)} labs)")
+        return 0
+    result = release.release_labs(course, labs_dir, progress=_say)
+    for path in result.written:
+        print(f"wrote {path}")
+    print(f"{len(result.written)} written, {len(result.unchanged)} already up to date")
+    return 0
+
+
+def _cmd_rehearse(args: argparse.Namespace) -> int:
+    from ..cli import _table
+
+    rehearsal = _load("rehearsal")
+    if args.timeout is not None and args.timeout <= 0:
+        raise MCPLabError(f"--timeout {args.timeout}: expected a number of seconds above 0")
+    labs = _labs(args.lab)
+    if args.keep:
+        keep = Path(args.keep)
+        if keep.exists() and any(keep.iterdir()):
+            raise MCPLabError(f"--keep {keep}: not empty: expected a new or empty folder")
+    rows, problems, total_seconds, total_subs = [], [], 0.0, 0
+    for lab in labs:
+        workdir = Path(args.keep) / lab if args.keep else None
+        result = rehearsal.rehearse(Path(args.course), lab, timeout=args.timeout, workdir=workdir, progress=_say)
+        for sub in result.submissions.values():
+            rows.append([lab, sub.name, f"{sub.auto_score:g}/{sub.auto_max:g}", f"{sub.expected:g}",
+                         "yes" if abs(sub.auto_score - sub.expected) < 1e-9 else "NO"])
+        total_seconds += result.autograde_seconds
+        total_subs += len(result.submissions)
+        problems += result.problems
+        _say(f"{lab}: autograde {result.autograde_seconds:.1f} s for {len(result.submissions)} submissions "
+             f"({result.seconds_per_submission:.2f} s per submission)")
+    print(_table(rows, ["LAB", "SUBMISSION", "AUTOGRADED", "EXPECTED", "OK"]))
+    print(f"{total_subs} submissions autograded in {total_seconds:.1f} s ({total_seconds / max(1, total_subs):.2f} s per submission)")
+    for problem in problems:
+        print(f"problem: {problem}")
+    return 1 if problems else 0
+
+
+def add_course_command(sub: argparse._SubParsersAction) -> None:
+    """Register ``mcplab course release|rehearse``."""
+    course = sub.add_parser("course", help="the nbgrader course: regenerate the student labs, rehearse grading")
+    csub = course.add_subparsers(dest="action", required=True, metavar="ACTION")
+    rel = csub.add_parser("release", help="regenerate labs/<lab>.ipynb from graders/source with nbgrader (--check: exit 1 if stale)")
+    rel.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
+    rel.add_argument("--labs", default="labs", metavar="DIR", help="where the student notebooks go (default labs)")
+    rel.add_argument("--check", action="store_true", help="write nothing; exit 1 if the student notebooks are not the release")
+    rel.set_defaults(func=_cmd_release)
+    reh = csub.add_parser("rehearse", help="autograde a full-marks and five hostile submissions per lab (exit 1 if any "
+                          "score, feedback or grades.csv row is not as expected)")
+    reh.add_argument("lab", nargs="*", metavar="LAB", help=f"labs to rehearse (default all: {', '.join(LABS)})")
+    reh.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
+    reh.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell limit while autograding (default: the course config's)")
+    reh.add_argument("--keep", metavar="DIR", help="keep each lab's course copy (submitted/, autograded/, feedback/, "
+                     "gradebook.db, grades.csv) under DIR/<lab>")
+    reh.set_defaults(func=_cmd_rehearse)

@@ -1,0 +1,63 @@
+"""The Binder configuration: repo2docker reads binder/, picks Python 3.11 and installs this package."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from .conftest import REPO
+
+BINDER = REPO / "binder"
+SCRIPTS = Path(sys.executable).parent
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (BINDER / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and line != ".":
+            name, _, version = line.partition("==")
+            assert version, f"binder/requirements.txt: {line!r} is not pinned with =="
+            pins[name.lower()] = version
+    return pins
+
+
+def test_repo2docker_picks_python_3_11_and_installs_the_package_after_copying_the_repository():
+    out = subprocess.run([str(SCRIPTS / "repo2docker"), "--no-build", "--debug", str(REPO)], capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-2000:]
+    dockerfile = out.stdout + out.stderr
+    assert "python=3.11" in dockerfile
+    copy_repo = dockerfile.index("COPY --chown=0:0 src/ ${REPO_DIR}/")
+    install = re.search(r'RUN \$\{KERNEL_PYTHON_PREFIX\}/bin/pip install .*-r "binder/requirements.txt"', dockerfile)
+    assert install and install.start() > copy_repo, "the requirements (with '.') must be installed after the repository is copied"
+    assert "postBuild" in dockerfile
+    assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
+    assert "." in [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()]
+
+
+def test_binder_pins_satisfy_the_package_requirements():
+    pins = _pins()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    needed = [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["course"]]
+    for req in needed:
+        assert req.name.lower() in pins, f"binder/requirements.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[req.name.lower()]), f"binder pins {req.name}=={pins[req.name.lower()]}, pyproject needs {req.specifier}"
+
+
+def test_post_build_hides_the_instructor_panels_for_students(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"),
+               PATH=os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", "")]))
+    assert (BINDER / "postBuild").read_text().splitlines()[:5].count("set -e") == 1
+    out = subprocess.run(["bash", str(BINDER / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-2000:]
+    disabled = json.loads((tmp_path / ".jupyter" / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
+    assert disabled == {f"@jupyter/nbgrader:{p}": True for p in ("formgrader", "create-assignment", "course-list", "assignment-list")}
