@@ -42,7 +42,8 @@ from .tasks import TASKS_EXTENSION, TaskStore, extension_required, tasks_declare
 from .tools import TOOLS, ToolFixture, text_result, tool_descriptors
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "CACHE_HINTS", "RETRY_MS", "MAX_REQUEST_BYTES", "SESSION_IDLE_SECONDS",
-           "SHUTDOWN_GRACE_SECONDS",            "build_server", "build_app", "serve_reference", "RunningReference"]
+           "SHUTDOWN_GRACE_SECONDS", "HIDE_MODERN_ANSWERS", "HideModern", "build_server", "build_app", "serve_reference",
+           "RunningReference"]
 
 SERVER_NAME = "mcplab-reference"
 INSTRUCTIONS = ("The mcplab reference server: the fixture tools, prompts and resources of the official MCP conformance "
@@ -363,6 +364,42 @@ def _drop_shutdown_cancellations(record: logging.LogRecord) -> bool:
     return not (isinstance(error, asyncio.CancelledError) and "graceful shutdown" in str(error))
 
 
+#: How :class:`HideModern` answers a 2026-07-28 request: ``refuse`` as a 2025-11-25-only server does
+#: (HTTP 400, JSON-RPC -32000, no modern error code), or ``empty`` (HTTP 200 with no body: silence).
+HIDE_MODERN_ANSWERS: tuple[str, ...] = ("refuse", "empty")
+
+
+class HideModern:
+    """ASGI filter in front of an app: every request naming a 2026 ``MCP-Protocol-Version`` gets
+    ``answer`` (see :data:`HIDE_MODERN_ANSWERS`) and never reaches the app; every other request passes.
+
+    It plays a gateway (or an old deployment) that hides the modern era of a server that speaks
+    both: what a client then observes proves nothing modern, and only an endpoint allowed legacy
+    may go on to ``initialize`` (the era lab's filtering-proxy scenario).
+    """
+
+    def __init__(self, app: Any, answer: str = "refuse") -> None:
+        if answer not in HIDE_MODERN_ANSWERS:
+            raise ValueError(f"answer {answer!r}: expected one of {', '.join(HIDE_MODERN_ANSWERS)}")
+        self.app = app
+        self.answer = answer
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        version = dict(scope.get("headers", ())).get(b"mcp-protocol-version", b"") if scope["type"] == "http" else b""
+        if not version.startswith(b"2026"):
+            await self.app(scope, receive, send)
+            return
+        if self.answer == "empty":
+            status, body, headers = 200, b"", [(b"content-length", b"0")]
+        else:
+            requested = version.decode("latin-1")
+            body = ('{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, '
+                    f'"message": "Bad Request: Unsupported protocol version: {requested}"}}}}').encode()
+            status, headers = 400, [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
 @dataclass(frozen=True)
 class RunningReference:
     """A reference server running in this process: ``url`` is the MCP endpoint."""
@@ -374,8 +411,11 @@ class RunningReference:
 
 @contextmanager
 def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Sequence[str] = (),
-                    log_level: str = "warning") -> Iterator[RunningReference]:
+                    log_level: str = "warning", hide_modern: str | None = None) -> Iterator[RunningReference]:
     """Run the reference server in a daemon thread for the ``with`` block (``port=0``: a free port).
+
+    ``hide_modern`` (``"refuse"`` or ``"empty"``) puts :class:`HideModern` in front: the server then
+    looks like a 2025-11-25-only deployment (or a gateway that swallows 2026-07-28 requests).
 
     Leaving the block ends listen streams gracefully and gives other open responses
     ``SHUTDOWN_GRACE_SECONDS`` before they are cancelled, so a long-lived stream cannot hold it up.
@@ -384,7 +424,8 @@ def serve_reference(*, host: str = "127.0.0.1", port: int = 0, allowed_hosts: Se
     uvicorn_errors = logging.getLogger("uvicorn.error")
     uvicorn_errors.addFilter(_drop_shutdown_cancellations)
     try:
-        with serve_app(app, host=host, port=port, name="reference server", log_level=log_level,
+        served = app if hide_modern is None else HideModern(app, hide_modern)
+        with serve_app(served, host=host, port=port, name="reference server", log_level=log_level,
                        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS) as bound:
             shown = f"[{host}]" if ":" in host else host
             try:
