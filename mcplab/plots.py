@@ -101,6 +101,25 @@ def _thresholds(policy: HealthPolicy, health: Mapping[str, Any]) -> list[dict[st
     return [{"label": label, "panel": panel, "value": value} for panel, label, value in limits if value is not None]
 
 
+def _figure_class() -> type:
+    """A ``Figure`` that shows itself as a PNG in IPython (``_repr_png_``) without pyplot's inline backend.
+
+    A figure made without pyplot shows only its text repr in a notebook unless ``%matplotlib inline``
+    registered a formatter; with this repr the returned figure displays itself either way.
+    """
+    import io
+
+    from matplotlib.figure import Figure
+
+    class DisplayFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            out = io.BytesIO()
+            self.savefig(out, format="png", dpi=80)
+            return out.getvalue()
+
+    return DisplayFigure
+
+
 def plot_health(samples: Sequence[Mapping[str, Any]], policy: HealthPolicy | None = None,
                 baseline: Mapping[str, Any] | None = None, *, buckets: int = _DEFAULT_BUCKETS,
                 title: str = "Health window") -> Figure:
@@ -113,14 +132,13 @@ def plot_health(samples: Sequence[Mapping[str, Any]], policy: HealthPolicy | Non
     window raises :class:`~mcplab.errors.EvidenceError` (a blank chart would look like a calm one).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     policy = policy or HealthPolicy()
     series = health_series(samples, policy, baseline, buckets=buckets)
     if not series["t"]:
         raise EvidenceError("health window: no samples, nothing to plot (the gate judges an empty window not healthy)")
     stream = series["stream"]
-    fig = Figure(figsize=(11, 7.5 if stream else 5.5), layout="constrained")
+    fig = _figure_class()(figsize=(11, 7.5 if stream else 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(3 if stream else 2, 1, sharex=True)
     latency_ax, error_ax = axes[0], axes[1]

@@ -124,3 +124,9 @@ def test_the_figure_renders_to_png(tmp_path):
     plot_health(four_buckets(stream=True, buffered_from=2), buckets=4).savefig(path)
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+
+
+def test_the_figure_displays_itself_as_a_png_without_pyplot():
+    """A pyplot-free Figure shows only its text repr in a notebook unless it has a PNG repr of its own."""
+    png = plot_health(four_buckets(), buckets=4)._repr_png_()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000

@@ -61,3 +61,13 @@ def test_post_build_hides_the_instructor_panels_for_students(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     disabled = json.loads((tmp_path / ".jupyter" / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
     assert disabled == {f"@jupyter/nbgrader:{p}": True for p in ("formgrader", "create-assignment", "course-list", "assignment-list")}
+
+
+def test_the_readme_badge_opens_the_first_lab_in_full_jupyterlab():
+    from mcplab.course import LABS
+
+    readme = (REPO / "README.md").read_text()
+    badge = re.search(r"\(https://mybinder\.org/v2/gh/[^)\s]+\)", readme)
+    assert badge, "README has no Binder badge link"
+    assert badge.group(0).endswith(f"?urlpath=lab/tree/labs/{LABS[0]}.ipynb)")
+    assert (REPO / "labs" / f"{LABS[0]}.ipynb").is_file()
