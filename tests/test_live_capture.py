@@ -224,9 +224,9 @@ def test_a_proxy_record_over_the_limit_is_not_read(monkeypatch):
     proxied = Capture(url="http://127.0.0.1:9/mcp", request_headers=[], request_body=b"{}", status=200,
                       headers=[(EXCHANGE_HEADER, "1")])
     with httpx.Client(transport=httpx.MockTransport(serve)) as client:
-        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is None
+        assert check_module.proxy_record(client, "http://127.0.0.1:9/mcp", proxied) is None
         monkeypatch.setattr(check_module, "MAX_RECORD_BYTES", 1024 * 1024)
-        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is not None  # under it: read
+        assert check_module.proxy_record(client, "http://127.0.0.1:9/mcp", proxied) is not None  # under it: read
 
 
 def test_a_truncated_proxy_record_is_no_hop_evidence():
@@ -242,7 +242,7 @@ def test_a_truncated_proxy_record_is_no_hop_evidence():
     proxied = Capture(url="http://127.0.0.1:9/mcp", request_headers=[], request_body=b"{}", status=200,
                       headers=[(EXCHANGE_HEADER, "1")])
     with httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=record))) as client:
-        assert check_module._record(client, "http://127.0.0.1:9/mcp", proxied) is None
+        assert check_module.proxy_record(client, "http://127.0.0.1:9/mcp", proxied) is None
 
 
 def test_a_too_large_capture_is_a_clear_failure_in_the_json_and_the_report():
@@ -262,3 +262,21 @@ def test_a_too_large_capture_is_a_clear_failure_in_the_json_and_the_report():
     assert data["rows"][0]["evidence"]["direct"]["failure"] == "too_large"
     page = render_report(result)
     assert "<b>FAIL</b>" in page and "no complete response: too large" in page and "too_large" in page
+
+
+def test_proxy_record_gives_the_real_hops_with_bodies_as_bytes(sse_origin):
+    """The public reader of the proxy's record: ingress, origin request and origin answer, bodies
+    decoded to the bytes that crossed, ready for ``hop_findings`` (what the Lab D notebook uses)."""
+    from mcplab.live import hop_findings, proxy_record, serve_proxy
+
+    body, headers = build_request("tools/list")
+    with serve_proxy(sse_origin.url, "rewrite-body") as proxy, capture_client() as client:
+        proxied = send(client, proxy.url, headers, body)
+        record = proxy_record(client, proxy.url, proxied)
+        direct = send(client, sse_origin.url, headers, body)
+        assert proxy_record(client, proxy.url, direct) is None  # not through the proxy: no record to read
+    assert record is not None and record["mode"] == "rewrite-body"
+    for hop in (record["ingress"], record["origin"], record["origin"]["request"]):
+        assert isinstance(hop["body"], bytes)
+    assert json.loads(record["ingress"]["body"]) == body and record["origin"]["status"] == 200
+    assert [f["case"] for f in hop_findings(record, proxied)] == ["negative-proxy-changed-body"]

@@ -48,6 +48,10 @@ async def _gzip_error(request: Request) -> Response:
                          [("content-type", "application/json"), ("content-encoding", "gzip")])
 
 
+async def _error(request: Request) -> Response:
+    return _raw_response(json.dumps(ERROR).encode(), 400, [("content-type", "application/json"), ("keep-alive", "timeout=5")])
+
+
 async def _broken(request: Request) -> Response:
     """Starts an answer and breaks off mid-body (uvicorn cuts the connection)."""
     async def body():
@@ -73,7 +77,8 @@ async def _endless(request: Request) -> Response:
 
 
 ORIGIN = Starlette(routes=[Route("/endless", _endless, methods=["POST"]), Route("/echo", _echo, methods=["POST"]), Route("/big/{size}", _big, methods=["POST"]),
-                           Route("/gzip", _gzip_error, methods=["POST"]), Route("/broken", _broken, methods=["POST"])])
+                           Route("/gzip", _gzip_error, methods=["POST"]), Route("/broken", _broken, methods=["POST"]),
+                           Route("/error", _error, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +302,55 @@ def test_the_record_endpoint_redacts_credentials_in_headers(origin):
     # every header list of the record (the origin's echo BODY stays as sent, see the module docstring)
     headers = json.dumps([recorded["ingress"]["headers"], recorded["origin"]["request"]["headers"], recorded["origin"]["headers"]])
     assert "s3cret" not in headers and "a=1; Path=/" not in headers and headers.count("[REDACTED]") == 8
+
+
+def _hops(client, proxy, answer):
+    from mcplab.live import proxy_record
+
+    capture = send(client, proxy.url, [("content-type", "application/json")], b"{}")
+    return capture, proxy_record(client, proxy.url, capture)
+
+
+def test_an_egress_function_builds_the_answer_from_the_origins_and_is_judged_on_live_hops(origin):
+    """The Lab D hook: a repair written as a function runs in the live proxy, hop findings judge it."""
+    from mcplab.live import hop_findings
+
+    seen = []
+
+    def collapse(answer):
+        seen.append(answer)
+        return {"status": 500, "headers": answer["headers"], "body": answer["body"]}
+
+    def repair(answer):
+        headers = [*answer["headers"], ("Connection", "close"), ("Via", "1.1 lab-proxy")]
+        return {"status": answer["status"], "headers": headers, "body": answer["body"]}
+
+    with serve_proxy(origin + "/error", egress=collapse) as proxy, capture_client() as client:
+        capture, record = _hops(client, proxy, None)
+        assert capture.status == 500 and record["mode"] == "egress"
+        assert [f["case"] for f in hop_findings(record, capture)] == ["negative-proxy-collapsed-error"]
+    assert seen[0]["status"] == 400 and json.loads(seen[0]["body"]) == ERROR
+    assert ("keep-alive", "timeout=5") in seen[0]["headers"]  # the origin's headers as it sent them
+    with serve_proxy(origin + "/error", egress=repair) as proxy, capture_client() as client:
+        capture, record = _hops(client, proxy, None)
+        assert capture.status == 400 and hop_findings(record, capture) == []
+    assert capture.header("via") == "1.1 lab-proxy" and capture.header("connection") is None  # hop-by-hop stays
+    assert capture.header("content-length") == str(len(capture.body)) and capture.header(EXCHANGE_HEADER) == "1"
+
+
+@pytest.mark.parametrize("bad", [lambda a: 1 / 0, lambda a: {"status": 200, "headers": [], "body": "text"},
+                                 lambda a: {"status": 99, "headers": [], "body": b""}, lambda a: None,
+                                 lambda a: {"status": 200, "headers": [("x", 1)], "body": b""}])
+def test_an_egress_function_that_fails_is_a_502_with_the_reason_recorded(origin, bad):
+    with serve_proxy(origin + "/echo", egress=bad) as proxy, capture_client() as client:
+        capture, _ = _hops(client, proxy, None)
+        record = client.get(proxy.base_url + RECORD_PREFIX + "1").json()
+    assert capture.status == 502 and capture.media_type == "text/plain"
+    assert record["failure"].startswith("egress function failed: ")
+
+
+def test_an_egress_function_replaces_the_mode_so_it_needs_faithful():
+    with pytest.raises(ProxyError):
+        proxy_module.build_proxy_app("http://127.0.0.1:9/mcp", "collapse-errors", egress=lambda a: a)
+    with pytest.raises(ProxyError):
+        proxy_module.build_proxy_app("http://127.0.0.1:9/mcp", egress="not a function")

@@ -37,7 +37,7 @@ from .cases import LiveCase, plan_live_cases
 from .judge import hop_findings, judge_capture, stream_buffered
 from .proxy import EXCHANGE_HEADER, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, RECORD_PREFIX, decode_record_body
 
-__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe", "MAX_RECORD_BYTES"]
+__all__ = ["CheckResult", "LiveInputError", "run_check", "probe_era", "observe", "proxy_record", "MAX_RECORD_BYTES"]
 
 #: The largest proxy record read: the mcplab proxy records the request body twice (ingress and
 #: the origin's copy) and at most ``MAX_RESPONSE_BYTES`` of the answer; JSON escaping and base64
@@ -222,7 +222,7 @@ def _request_body(case: LiveCase) -> Any:
     return request if isinstance(request, str) else json.dumps(request, ensure_ascii=False)
 
 
-def _record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
+def proxy_record(client: httpx.Client, via: str, capture: Capture) -> dict[str, Any] | None:
     """The proxy's own record of the exchange behind ``capture``; ``None`` when there is none to
     use (not an mcplab proxy, the record is gone or truncated, over :data:`MAX_RECORD_BYTES`, or
     not a record this client can read)."""
@@ -301,7 +301,7 @@ def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript
             row["evidence"]["direct"] = direct.to_evidence()
             if via is not None:
                 proxied = send(client, via, [*sent, *via_extra], body)
-                record = _record(client, via, proxied)
+                record = proxy_record(client, via, proxied)
                 row["via"] = _via_cell(case, direct, proxied, record)
                 row["evidence"]["via"] = proxied.to_evidence()
                 row["change"] = _change(row["direct"], row["via"])

@@ -5,7 +5,9 @@ through unchanged; ``collapse-errors`` answers an origin 4xx JSON-RPC error with
 and content type kept, so the collapse is its only fault); ``rewrite-body`` adds a field to the
 ``result`` of every JSON answer (in a stream: of each event that carries one, event by event, so
 streaming is kept and the change is its only fault); ``buffer-sse`` holds an event stream until it ends
-and then sends it at once. Hop-by-hop headers (and those ``Connection`` names) stay on their hop,
+and then sends it at once. An ``egress`` function (Python API only) replaces the mode: the proxy holds
+the origin's answer and sends what the function builds from it, so a proxy repair written as a
+function is judged on live hops. Hop-by-hop headers (and those ``Connection`` names) stay on their hop,
 repeated headers stay separate lines, and httpx adds none of its defaults. Every exchange is
 recorded as the proxy saw it (ingress; the request it sent the origin and the origin's answer)
 and served at ``GET /.mcplab/exchanges/{n}``, the exchange number travelling in the
@@ -29,7 +31,7 @@ import json
 import re
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -44,11 +46,13 @@ from starlette.routing import Route
 
 from ..bounded import BodyTooLarge, read_body
 from ..errors import MCPLabError
+from ..jsonvalue import is_http_status
 from ..redaction import redact
 from ..serving import is_loopback, serve_app, transport_security
 from ..sse import is_event_stream
 
 __all__ = ["PROXY_MODES", "EXCHANGE_HEADER", "RECORD_PREFIX", "ProxyError", "RunningProxy", "build_proxy_app", "serve_proxy",
+           "EgressFunction",
            "decode_record_body", "MAX_REQUEST_BYTES", "MAX_RESPONSE_BYTES", "MAX_EVENT_BYTES"]
 
 PROXY_MODES: tuple[str, ...] = ("faithful", "collapse-errors", "rewrite-body", "buffer-sse")
@@ -80,6 +84,29 @@ UPSTREAM_TIMEOUT_SECONDS = 30.0
 
 class ProxyError(MCPLabError):
     """Bad proxy settings (unknown mode, upstream that is not an http(s) URL, a host off loopback)."""
+
+
+#: Builds the answer the client gets from the origin's: ``{"status", "headers", "body"}`` in
+#: (headers as ``(name, value)`` pairs as the origin sent them, the body as the origin encoded
+#: it) and the same shape out.
+EgressFunction = Callable[[dict[str, Any]], Any]
+
+
+def _built_egress(egress: EgressFunction, status: int, headers: list[tuple[str, str]], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Call ``egress`` on a copy of the origin's answer and check what it built (TypeError when malformed)."""
+    built = egress({"status": status, "headers": list(headers), "body": body})
+    if not isinstance(built, dict) or not {"status", "headers", "body"} <= set(built):
+        raise TypeError("the egress function must return a dict with status, headers and body")
+    if not is_http_status(built["status"]):
+        raise TypeError(f"egress status must be an HTTP status code, got {built['status']!r}")
+    if not isinstance(built["body"], (bytes, bytearray)):
+        raise TypeError(f"egress body must be bytes, got {type(built['body']).__name__}")
+    pairs = []
+    for pair in built["headers"]:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+            raise TypeError(f"egress headers must be (name, value) string pairs, got {pair!r}")
+        pairs.append((pair[0], pair[1]))
+    return built["status"], pairs, bytes(built["body"])
 
 
 def _pairs(raw: Any) -> list[tuple[str, str]]:
@@ -228,13 +255,20 @@ class _Relay(StreamingResponse):
 
 
 def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1",
-                    upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Starlette:
+                    upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS, egress: EgressFunction | None = None) -> Starlette:
     """The proxy app: every path is forwarded to ``upstream``'s scheme, host and port.
 
     ``host`` is the interface it listens on (loopback): requests must name a loopback host.
+    ``egress`` (with mode ``faithful`` only) builds every answer from the origin's whole answer,
+    held first, an event stream too (see :data:`EgressFunction`). It runs on the proxy's event
+    loop, so it must be quick. Its hop-by-hop headers are dropped and ``Content-Length`` is set
+    by the proxy; when it raises or returns something malformed the client gets a 502 (the
+    record says why under ``failure``).
     """
     if mode not in PROXY_MODES:
         raise ProxyError(f"--mode {mode!r}: expected one of {', '.join(PROXY_MODES)}")
+    if egress is not None and (mode != "faithful" or not callable(egress)):
+        raise ProxyError("egress must be a function, and it replaces the mode: use it with mode 'faithful'")
     parts = urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProxyError(f"--upstream {upstream!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
@@ -288,7 +322,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         ingress = _pairs(request.headers.raw)
         target = origin + request.url.path + (f"?{request.url.query}" if request.url.query else "")
         outgoing = client.build_request(request.method, target, headers=_forwardable(ingress), content=body)
-        entry: dict[str, Any] = {"number": number, "mode": mode, "complete": False,
+        entry: dict[str, Any] = {"number": number, "mode": mode if egress is None else "egress", "complete": False,
                                  "ingress": {"method": request.method, "path": request.url.path, "headers": ingress,
                                              "body": _body_record(body)}}
         records.add(number, entry)
@@ -307,11 +341,11 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         origin_hop: dict[str, Any] = {"status": answer.status_code, "headers": headers, "chunks": chunks,
                                       "request": {"headers": _pairs(outgoing.headers.raw), "body": _body_record(body)}}
         entry["origin"] = origin_hop
-        egress = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
+        passed_on = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
         stream = is_event_stream(answer.headers.get("content-type"))
         length = answer.headers.get("content-length")
         encoded = answer.headers.get("content-encoding", "identity").lower() != "identity"
-        if mode == "faithful" or (stream and mode != "buffer-sse"):
+        if egress is None and (mode == "faithful" or (stream and mode != "buffer-sse")):
             rewriter = _EventRewriter() if mode == "rewrite-body" and stream and not encoded else None
 
             async def relay() -> AsyncIterator[bytes]:
@@ -336,7 +370,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
             relayed = _Relay(relay(), status_code=answer.status_code)
             # the bytes are relayed unchanged (unless rewritten), so the origin's Content-Length still holds
             kept_length = length is not None and rewriter is None
-            relayed.raw_headers = _raw(egress + ([("content-length", length)] if kept_length else []))
+            relayed.raw_headers = _raw(passed_on + ([("content-length", length)] if kept_length else []))
             return relayed
         try:
             async for chunk in answer.aiter_raw():  # raw: a compressed body stays as the origin encoded it
@@ -355,13 +389,21 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
             await answer.aclose()
         data = b"".join(chunks)
         status = answer.status_code
-        if mode == "collapse-errors" and 400 <= status < 500 and not encoded and _is_jsonrpc_error(data):
+        if egress is not None:
+            try:
+                status, built, data = _built_egress(egress, status, headers, data)
+            except Exception as exc:  # the function's fault is the proxy's answer, never a traceback
+                entry.update(complete=True, failure=f"egress function failed: {type(exc).__name__}: {exc}")
+                return Response(f"egress function failed: {type(exc).__name__}\n", status_code=502, media_type="text/plain",
+                                headers={EXCHANGE_HEADER: str(number)})
+            passed_on = _forwardable(built) + [(EXCHANGE_HEADER, str(number))]
+        elif mode == "collapse-errors" and 400 <= status < 500 and not encoded and _is_jsonrpc_error(data):
             status = 500
         elif mode == "rewrite-body" and not stream and not encoded:
             data = _rewritten(data)
         entry["complete"] = True
         answered = Response(data, status_code=status)
-        answered.raw_headers = _raw(egress + [("content-length", str(len(data)))])
+        answered.raw_headers = _raw(passed_on + [("content-length", str(len(data)))])
         return answered
 
     return Starlette(routes=[Route(RECORD_PREFIX + "{number}", record, methods=["GET"]),
@@ -382,13 +424,14 @@ class RunningProxy:
 
 @contextmanager
 def serve_proxy(upstream: str, mode: str = "faithful", *, host: str = "127.0.0.1", port: int = 0,
-                log_level: str = "warning", upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS) -> Iterator[RunningProxy]:
+                log_level: str = "warning", upstream_timeout: float = UPSTREAM_TIMEOUT_SECONDS,
+                egress: EgressFunction | None = None) -> Iterator[RunningProxy]:
     """Run the proxy under uvicorn in a daemon thread for the ``with`` block (``port=0``: a free port).
 
     ``host`` must be a loopback address: the proxy serves what it recorded (bodies included) to
     anyone who asks, so it never listens where another machine could.
     """
-    app = build_proxy_app(upstream, mode, host=host, upstream_timeout=upstream_timeout)
+    app = build_proxy_app(upstream, mode, host=host, upstream_timeout=upstream_timeout, egress=egress)
     with serve_app(app, host=host, port=port, name=f"proxy ({mode})", log_level=log_level,
                    server_header=False, date_header=False) as bound:
         shown = f"[{host}]" if ":" in host else host
