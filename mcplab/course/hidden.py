@@ -42,6 +42,7 @@ _GUTTER = re.compile(r"^\s*(?:-*>\s*)?\d+\s?")
 _CELL_FRAME = re.compile(r"Cell In\[\d+\], line (\d+)")
 #: Secret lines shorter than this (``)``, ``else:``) are too common to count as a leak.
 MIN_SECRET_CHARS = 8
+_WORD = re.compile(r"\w+")
 
 
 def hidden_line_numbers(source: str, begin: str = _BEGIN_HIDDEN, end: str = _END_HIDDEN) -> set[int]:
@@ -105,8 +106,10 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
     """Lines a student must never see: hidden tests, and (``solutions=True``) solution regions and model written answers.
 
     A line that also appears in the notebook outside those regions (an import, ``return result``)
-    is not secret, nor is one shorter than ``MIN_SECRET_CHARS``. Feedback on a submission that
-    contains the solutions is checked with ``solutions=False``: the student's own answer may show.
+    is not secret, nor is one too generic to tell anything (shorter than ``MIN_SECRET_CHARS`` or
+    fewer than three words: ``continue``, ``return False``). Feedback on a submission that
+    contains the solutions is checked with ``solutions=False``: the student's own answer may show,
+    so solution lines then count as public.
     """
     nb = source_notebook if isinstance(source_notebook, NotebookNode) else nbformat.read(str(source_notebook), as_version=4)
     secret, public = set(), set()
@@ -121,9 +124,9 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
         for number, line in enumerate(cell.source.split("\n"), start=1):
             if number in hidden or (solutions and number in solution):
                 secret.add(line.strip())
-            elif number not in solution:
+            else:
                 public.add(line.strip())
-    return {line for line in secret - public if len(line) >= MIN_SECRET_CHARS}
+    return {line for line in secret - public if len(line) >= MIN_SECRET_CHARS and len(_WORD.findall(line)) >= 3}
 
 
 def visible_text(path: Path) -> str:

@@ -108,3 +108,13 @@ def test_find_leaks_reads_notebooks_and_html(tmp_path):
     assert find_leaks([tmp_path / "clean.ipynb"], secrets) == []
     assert [leak.text for leak in find_leaks([tmp_path / "leaky.ipynb"], secrets)] == ["return math.pi * r ** 2"]
     assert [leak.text for leak in find_leaks([tmp_path / "feedback.html"], secrets)] == ['assert double(5) == 10, "hidden check of double(5)"']
+
+
+def test_generic_lines_are_not_secrets_and_solution_lines_are_public_in_feedback_mode():
+    cell = new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    if x:\n        return False\n    return sorted(x, key=len)\n    ### END SOLUTION\n"
+                         "### BEGIN HIDDEN TESTS\nfor y in []:\n    continue\nassert f([]) == sorted([], key=len)\n### END HIDDEN TESTS",
+                         metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": "f", "schema_version": 3}})
+    nb = new_notebook(cells=[cell])
+    hidden = {"### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS", "for y in []:", "assert f([]) == sorted([], key=len)"}
+    assert secret_lines(nb) == hidden | {"return sorted(x, key=len)"}  # not "return False", not "continue"
+    assert secret_lines(nb, solutions=False) == hidden
