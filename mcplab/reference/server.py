@@ -32,6 +32,7 @@ from pydantic import ConfigDict
 from .. import __version__
 from ..request_guard import RequestOrderGuard
 from ..serving import serve_app, transport_security, wire_dump
+from ..versions import era_of_version
 from .completion import complete
 from .events import MemoryEventStore, SessionScope
 from .mrtr import Completed, Flow, InputRequired, RoundKeeper, capability_error, missing_capabilities, plan
@@ -370,7 +371,7 @@ HIDE_MODERN_ANSWERS: tuple[str, ...] = ("refuse", "empty")
 
 
 class HideModern:
-    """ASGI filter in front of an app: every request naming a 2026 ``MCP-Protocol-Version`` gets
+    """ASGI filter in front of an app: every request naming a modern ``MCP-Protocol-Version`` gets
     ``answer`` (see :data:`HIDE_MODERN_ANSWERS`) and never reaches the app; every other request passes.
 
     It plays a gateway (or an old deployment) that hides the modern era of a server that speaks
@@ -386,7 +387,7 @@ class HideModern:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         version = dict(scope.get("headers", ())).get(b"mcp-protocol-version", b"") if scope["type"] == "http" else b""
-        if not version.startswith(b"2026"):
+        if era_of_version(version.decode("latin-1")) != "modern":  # the fixed version list, never a string prefix
             await self.app(scope, receive, send)
             return
         if self.answer == "empty":
