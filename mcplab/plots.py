@@ -9,6 +9,7 @@ dashed line taken from the same :class:`~mcplab.release.HealthPolicy` the gate j
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +102,7 @@ def _thresholds(policy: HealthPolicy, health: Mapping[str, Any]) -> list[dict[st
     return [{"label": label, "panel": panel, "value": value} for panel, label, value in limits if value is not None]
 
 
+@functools.cache
 def _figure_class() -> type:
     """A ``Figure`` that shows itself as a PNG in IPython (``_repr_png_``) without pyplot's inline backend.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,13 @@ import pytest
 
 from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION
 from mcplab.conformance import RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago (for a server started as a separate process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:

@@ -7,8 +7,10 @@ checkout of mcplab) and need the course tools (``pip install 'mcplab[course]'``)
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from ..errors import MCPLabError
 from . import LABS
@@ -24,15 +26,12 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _load(module: str):  # noqa: ANN202 - a module
+def _load(module: str) -> ModuleType:
+    """``mcplab.course.<module>``, which needs nbgrader: a missing tool is one line, not a traceback."""
     try:
-        if module == "release":
-            from . import release as mod
-        else:
-            from . import rehearsal as mod
+        return importlib.import_module(f"{__package__}.{module}")
     except ImportError as exc:
         raise _MissingTools(f"mcplab course needs the course tools ({exc.name} is missing): pip install 'mcplab[course]'") from None
-    return mod
 
 
 def _labs(names: list[str]) -> list[str]:

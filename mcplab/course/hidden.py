@@ -23,6 +23,8 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 __all__ = [
+    "BEGIN_SOLUTION",
+    "END_SOLUTION",
     "HIDDEN_FAILURE",
     "HideHiddenTests",
     "Leak",
@@ -34,7 +36,7 @@ __all__ = [
 ]
 
 _BEGIN_HIDDEN, _END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-_BEGIN_SOLUTION, _END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 #: The text that replaces the message of an error raised by a hidden test.
 HIDDEN_FAILURE = "a hidden test in this cell failed (hidden tests are not shown)"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -120,7 +122,7 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
                 secret.update(line.strip() for line in cell.source.split("\n"))
             continue
         hidden = hidden_line_numbers(cell.source)
-        solution = hidden_line_numbers(cell.source, _BEGIN_SOLUTION, _END_SOLUTION)
+        solution = hidden_line_numbers(cell.source, BEGIN_SOLUTION, END_SOLUTION)
         for number, line in enumerate(cell.source.split("\n"), start=1):
             if number in hidden or (solutions and number in solution):
                 secret.add(line.strip())
@@ -154,7 +156,7 @@ class Leak:
 
 def find_leaks(paths: Iterable[Path], secrets: set[str]) -> list[Leak]:
     """Every secret line, and every solution/hidden-test marker, that appears in ``paths``."""
-    markers = {_BEGIN_SOLUTION, _END_SOLUTION, _BEGIN_HIDDEN, _END_HIDDEN}
+    markers = {BEGIN_SOLUTION, END_SOLUTION, _BEGIN_HIDDEN, _END_HIDDEN}
     leaks = []
     for path in paths:
         text = visible_text(path)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from .hidden import Leak, find_leaks, secret_lines
+from .hidden import BEGIN_SOLUTION, END_SOLUTION, Leak, find_leaks, secret_lines
 from .release import course_copy, nbgrader
 
 __all__ = ["SUBMISSIONS", "GradedSubmission", "Rehearsal", "build_submissions", "rehearse"]
@@ -41,7 +40,6 @@ __all__ = ["SUBMISSIONS", "GradedSubmission", "Rehearsal", "build_submissions", 
 SUBMISSIONS = ("full-marks", "untouched-release", "edited-test-cell", "deleted-test-cell", "infinite-loop", "kernel-kill")
 #: Submissions that contain the source solutions: their feedback may show the student's own answers.
 _WITH_SOLUTIONS = frozenset({"full-marks", "deleted-test-cell", "kernel-kill"})
-_SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 _STUDENT_ANSWER = "(A written answer: graded by hand.)"
 KILL_KERNEL = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
 INFINITE_LOOP = "while True:\n    pass"
@@ -67,7 +65,8 @@ def build_submissions(source: NotebookNode, release: NotebookNode) -> dict[str, 
         nb = copy.deepcopy(release)
         for cell in nb.cells:
             if _is_answer(cell):
-                cell.source = "\n".join(line for line in solutions[_meta(cell)["grade_id"]].split("\n") if not _SOLUTION_MARKER.match(line))
+                cell.source = "\n".join(line for line in solutions[_meta(cell)["grade_id"]].split("\n")
+                                        if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION))
             elif cell.cell_type == "markdown" and _meta(cell).get("solution"):
                 cell.source = _STUDENT_ANSWER
         return nb

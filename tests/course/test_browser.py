@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..conftest import wait_until
+from ..conftest import free_port, wait_until
 from .conftest import LABS_DIR, REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,12 +35,6 @@ if not CHROMIUM.exists():
     if os.environ.get("MCPLAB_REQUIRE_BROWSER") == "1":
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
     pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -58,7 +51,7 @@ def jupyterlab(tmp_path):
     tracker = settings / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
                JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     log = open(tmp_path / "jupyterlab.log", "wb")

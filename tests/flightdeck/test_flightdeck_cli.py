@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ import pytest
 from mcplab.cli import main
 from mcplab.stockroom import StockroomClient, serve_stockroom
 
-from ..conftest import serve_handler
+from ..conftest import free_port, serve_handler
 from .support import RESTOCK
 
 
@@ -83,12 +82,6 @@ def test_plan_file(server, capsys, tmp_path):
     assert code == 1 and json.loads(out)["blocked_steps"] == [0]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize(("argv", "message"), [
     (["validate", "commit_reorder", "--args", "{not json"], "--args: not JSON"),
     (["validate", "commit_reorder", "--args", "[1, 2]"], "--args: expected a JSON object"),
@@ -109,9 +102,9 @@ def test_bad_plan_content_and_unreachable_url_are_exit_2(server, capsys, tmp_pat
     code, _, err = run(capsys, "--url", server.url, "plan", str(path))
     assert code == 2 and f"{path}: calls[0]" in err
     path.write_text(json.dumps([{"tool": "read_stock"}] * 21))  # named before any connection is tried
-    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "plan", str(path))
+    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{free_port()}/mcp", "plan", str(path))
     assert code == 2 and err.count("\n") == 1 and f"{path}: calls: 21 calls" in err
-    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{_free_port()}/mcp", "inspect-server")
+    code, _, err = run(capsys, "--url", f"http://127.0.0.1:{free_port()}/mcp", "inspect-server")
     assert code == 2 and err.count("\n") == 1 and "Connect" in err
     code, _, err = run(capsys, "--url", "ftp://example", "inspect-server")
     assert code == 2 and "http(s) URL" in err
