@@ -1,6 +1,6 @@
-"""``mcplab course``: regenerate the student release and rehearse grading. Registered by ``mcplab.cli``.
+"""``mcplab course``: regenerate the student release, autograde sealed, rehearse grading. Registered by ``mcplab.cli``.
 
-Both commands work on a course folder (default ``graders/`` under the current directory, i.e. a
+The commands work on a course folder (default ``graders/`` under the current directory, i.e. a
 checkout of mcplab) and need the course tools (``pip install 'mcplab[course]'``).
 """
 
@@ -66,6 +66,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     rehearsal = _load("rehearsal")
     if args.timeout is not None and args.timeout <= 0:
         raise MCPLabError(f"--timeout {args.timeout}: expected a number of seconds above 0")
+    if args.jobs < 1:
+        raise MCPLabError(f"--jobs {args.jobs}: expected a whole number of sandboxes above 0")
     labs = _labs(args.lab)
     if args.keep:
         keep = Path(args.keep)
@@ -74,7 +76,8 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     rows, problems, total_seconds, total_subs = [], [], 0.0, 0
     for lab in labs:
         workdir = Path(args.keep) / lab if args.keep else None
-        result = rehearsal.rehearse(Path(args.course), lab, timeout=args.timeout, workdir=workdir, progress=_say)
+        result = rehearsal.rehearse(Path(args.course), lab, timeout=args.timeout, workdir=workdir, progress=_say, jobs=args.jobs,
+                                    sealed=not args.unsealed)
         for sub in result.submissions.values():
             rows.append([lab, sub.name, f"{sub.auto_score:g}/{sub.auto_max:g}", f"{sub.expected:g}",
                          "yes" if abs(sub.auto_score - sub.expected) < 1e-9 else "NO"])
@@ -90,6 +93,29 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _cmd_autograde(args: argparse.Namespace) -> int:
+    from ..cli import _table
+
+    autograde = _load("autograde")
+    if args.lab not in LABS and not (Path(args.course) / "source" / args.lab).is_dir():
+        raise MCPLabError(f"unknown lab {args.lab!r}: expected one of {', '.join(LABS)} (or a lab in {args.course}/source)")
+    if args.jobs < 1:
+        raise MCPLabError(f"--jobs {args.jobs}: expected a whole number of sandboxes above 0")
+    if args.timeout is not None and not (0 < args.timeout < 3600):
+        raise MCPLabError(f"--timeout {args.timeout}: expected seconds per cell above 0 and below 3600")
+    if args.unsealed:
+        _say("warning: --unsealed: submissions run without a sandbox; a hostile submission can read and change this course")
+    result = autograde.autograde(Path(args.course), args.lab, jobs=args.jobs, sealed=not args.unsealed, timeout=args.timeout,
+                                 students=[args.student] if args.student else None, progress=_say)
+    rows = [[r.student, f"{r.score:g}/{r.max_score:g}", "-" if r.seconds is None else f"{r.seconds:.1f}", r.note] for r in result.rows]
+    print(_table(rows, ["STUDENT", "AUTOGRADED", "SECONDS", "NOTE"]))
+    runs = len([r for r in result.rows if r.seconds is not None])
+    print(f"{len(result.rows)} submission(s) of {args.lab} graded {'sealed' if result.sealed else 'UNSEALED'}: ran in "
+          f"{result.execute_seconds:.1f} s with {result.jobs} job(s), nbgrader graded in {result.grade_seconds:.1f} s"
+          + (f" ({(result.execute_seconds + result.grade_seconds) / max(1, runs):.2f} s per submission)" if runs else ""))
+    return 0
+
+
 def add_course_command(sub: argparse._SubParsersAction) -> None:
     """Register ``mcplab course release|rehearse``."""
     course = sub.add_parser("course", help="the nbgrader course: regenerate the student labs, rehearse grading")
@@ -99,11 +125,23 @@ def add_course_command(sub: argparse._SubParsersAction) -> None:
     rel.add_argument("--labs", default="labs", metavar="DIR", help="where the student notebooks go (default labs)")
     rel.add_argument("--check", action="store_true", help="write nothing; exit 1 if the student notebooks are not the release")
     rel.set_defaults(func=_cmd_release)
+    auto = csub.add_parser("autograde", help="grade every submitted notebook of LAB, each in its own sandbox, and write the "
+                           "grades to the gradebook (as 'nbgrader autograde LAB' does with the course config, but in parallel)")
+    auto.add_argument("lab", metavar="LAB", help="the lab (assignment) to grade")
+    auto.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
+    auto.add_argument("--jobs", type=int, default=1, metavar="N", help="submissions run at once, each in its own sandbox (default 1)")
+    auto.add_argument("--timeout", type=float, metavar="SECONDS", help="per-cell limit (default: the course config's Execute.timeout)")
+    auto.add_argument("--student", metavar="ID", help="grade only this student's submission")
+    auto.add_argument("--unsealed", action="store_true", help="run submissions without a sandbox (no isolation: only for "
+                      "machines where bubblewrap cannot run, and only for trusted submissions)")
+    auto.set_defaults(func=_cmd_autograde)
     reh = csub.add_parser("rehearse", help="autograde a full-marks and five hostile submissions per lab (exit 1 if any "
                           "score, feedback or grades.csv row is not as expected)")
     reh.add_argument("lab", nargs="*", metavar="LAB", help=f"labs to rehearse (default all: {', '.join(LABS)})")
     reh.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
     reh.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell limit while autograding (default: the course config's)")
+    reh.add_argument("--jobs", type=int, default=1, metavar="N", help="submissions run at once, each in its own sandbox (default 1)")
+    reh.add_argument("--unsealed", action="store_true", help="run the submissions without a sandbox (no isolation)")
     reh.add_argument("--keep", metavar="DIR", help="keep each lab's course copy (submitted/, autograded/, feedback/, "
                      "gradebook.db, grades.csv) under DIR/<lab>")
     reh.set_defaults(func=_cmd_rehearse)

@@ -35,7 +35,9 @@ __all__ = [
     "visible_text",
 ]
 
-_BEGIN_HIDDEN, _END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+from .checks import BEGIN_HIDDEN as _BEGIN_HIDDEN
+from .checks import END_HIDDEN as _END_HIDDEN
+
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 #: The text that replaces the message of an error raised by a hidden test.
 HIDDEN_FAILURE = "a hidden test in this cell failed (hidden tests are not shown)"
@@ -131,13 +133,14 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
     return {line for line in secret - public if len(line) >= MIN_SECRET_CHARS and len(_WORD.findall(line)) >= 3}
 
 
-def visible_text(path: Path) -> str:
-    """What a student reads in a notebook or a feedback page: cell sources and outputs, or HTML text."""
+def visible_text(path: Path, *, outputs_only: bool = False) -> str:
+    """What a student reads in a notebook or a feedback page: cell sources and outputs (or only outputs), or HTML text."""
     if path.suffix == ".ipynb":
         nb = nbformat.read(str(path), as_version=4)
         parts = []
         for cell in nb.cells:
-            parts.append(cell.source)
+            if not outputs_only:
+                parts.append(cell.source)
             for output in cell.get("outputs", []):
                 parts.append(_ANSI.sub("", str(output.get("text", "")) + "\n".join(output.get("traceback", []))))
                 parts.extend(str(v) for v in output.get("data", {}).values())
@@ -154,12 +157,12 @@ class Leak:
     text: str
 
 
-def find_leaks(paths: Iterable[Path], secrets: set[str]) -> list[Leak]:
-    """Every secret line, and every solution/hidden-test marker, that appears in ``paths``."""
+def find_leaks(paths: Iterable[Path], secrets: set[str], *, outputs_only: bool = False) -> list[Leak]:
+    """Every secret line, and every solution/hidden-test marker, that appears in ``paths`` (notebooks: or their outputs only)."""
     markers = {BEGIN_SOLUTION, END_SOLUTION, _BEGIN_HIDDEN, _END_HIDDEN}
     leaks = []
     for path in paths:
-        text = visible_text(path)
+        text = visible_text(path, outputs_only=outputs_only)
         present = {line.strip() for line in text.split("\n")}
         leaks.extend(Leak(path, marker) for marker in sorted(markers) if marker.lstrip("# ") in text)
         leaks.extend(Leak(path, line) for line in sorted(secrets) if line in present)

@@ -13,10 +13,12 @@ submission             what the student did                                expec
 ``kernel-kill``        full marks, but the second answer kills the kernel  the first exercise's points only
 =====================  ==================================================  =========================
 
-:func:`rehearse` runs generate_assignment, autograde (one call for the batch), generate_feedback
-and ``export --to grades.csv`` in a temporary copy of the course and reports the scores per
-cell, the seconds per submission, any expectation that failed and any hidden-test or solution
-line found in the feedback. The tests and ``mcplab course rehearse`` both call it.
+:func:`rehearse` runs generate_assignment, the sealed autograde of the batch
+(:func:`mcplab.course.autograde.autograde`, ``jobs`` sandboxes at once), generate_feedback and
+``export --to grades.csv`` in a temporary copy of the course and reports the scores per cell, the
+seconds per submission, any expectation that failed and any hidden-test or solution line found in
+the feedback. ``extra`` adds submissions with their expected scores (the tests' hostile corpus).
+The tests and ``mcplab course rehearse`` both call it.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ from .release import course_copy, nbgrader
 __all__ = ["SUBMISSIONS", "GradedSubmission", "Rehearsal", "build_submissions", "rehearse"]
 
 SUBMISSIONS = ("full-marks", "untouched-release", "edited-test-cell", "deleted-test-cell", "infinite-loop", "kernel-kill")
-#: Submissions that contain the source solutions: their feedback may show the student's own answers.
-_WITH_SOLUTIONS = frozenset({"full-marks", "deleted-test-cell", "kernel-kill"})
 _STUDENT_ANSWER = "(A written answer: graded by hand.)"
 KILL_KERNEL = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
 INFINITE_LOOP = "while True:\n    pass"
@@ -140,7 +140,7 @@ class Rehearsal:
                 out.append(f"{self.lab}/{sub.name}: autograded score {sub.auto_score:g}, expected {sub.expected:g} of {sub.auto_max:g}")
             if sub.feedback is None:
                 out.append(f"{self.lab}/{sub.name}: no feedback was generated")
-        missing = set(SUBMISSIONS) - {row["student_id"] for row in self.grades_csv}
+        missing = set(self.submissions) - {row["student_id"] for row in self.grades_csv}
         out.extend(f"{self.lab}/{name}: not in grades.csv" for name in sorted(missing))
         out.extend(f"{self.lab}: feedback {leak.path.name} of {leak.path.parent.parent.name} shows {leak.text[:60]!r}" for leak in self.leaks)
         return out
@@ -157,37 +157,41 @@ def _autograded_errors(path: Path) -> dict[str, str]:
     return errors
 
 
-def rehearse(course_dir: Path, lab: str, *, timeout: int | None = None, workdir: Path | None = None,
-             progress: Callable[[str], None] | None = None) -> Rehearsal:
+def rehearse(course_dir: Path, lab: str, *, timeout: float | None = None, workdir: Path | None = None,
+             progress: Callable[[str], None] | None = None, jobs: int = 1, sealed: bool = True,
+             extra: dict[str, tuple[NotebookNode, float]] | None = None) -> Rehearsal:
     """Grade the six rehearsal submissions of ``lab`` in a copy of ``course_dir``.
 
     The copy (submitted/, autograded/, feedback/, gradebook.db, grades.csv) is kept in ``workdir``
     when given; otherwise it is a temporary folder removed before returning (``root`` is then None).
     """
+    options = {"timeout": timeout, "say": progress or (lambda _msg: None), "jobs": jobs, "sealed": sealed, "extra": extra or {}}
     if workdir is not None:
-        return _rehearse_in(Path(course_dir), lab, Path(workdir), timeout, progress or (lambda _msg: None))
+        return _rehearse_in(Path(course_dir), lab, Path(workdir), **options)
     with tempfile.TemporaryDirectory(prefix=f"mcplab-rehearse-{lab}-") as tmp:
-        result = _rehearse_in(Path(course_dir), lab, Path(tmp), timeout, progress or (lambda _msg: None))
+        result = _rehearse_in(Path(course_dir), lab, Path(tmp), **options)
     result.root = None
     return result
 
 
-def _rehearse_in(course_dir: Path, lab: str, root: Path, timeout: int | None, say: Callable[[str], None]) -> Rehearsal:
+def _rehearse_in(course_dir: Path, lab: str, root: Path, *, timeout: float | None, say: Callable[[str], None], jobs: int,
+                 sealed: bool, extra: dict[str, tuple[NotebookNode, float]]) -> Rehearsal:
     from nbgrader.api import Gradebook
+
+    from .autograde import autograde
 
     course_copy(course_dir, [lab], root)
     say(f"{lab}: generating the release")
     nbgrader(root, "generate_assignment", lab, "--force")
     source = nbformat.read(str(root / "source" / lab / f"{lab}.ipynb"), as_version=4)
     release = nbformat.read(str(root / "release" / lab / f"{lab}.ipynb"), as_version=4)
-    for name, nb in build_submissions(source, release).items():
+    submissions = {**build_submissions(source, release), **{name: nb for name, (nb, _) in extra.items()}}
+    for name, nb in submissions.items():
         target = root / "submitted" / name / lab / f"{lab}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(target))
-    say(f"{lab}: autograding {len(SUBMISSIONS)} submissions")
-    args = ["autograde", lab, "--force"] + ([f"--Execute.timeout={int(timeout)}"] if timeout else [])
     started = time.monotonic()
-    nbgrader(root, *args)
+    autograde(root, lab, jobs=jobs, sealed=sealed, timeout=timeout, progress=say)
     seconds = time.monotonic() - started
     say(f"{lab}: feedback and grades.csv")
     nbgrader(root, "generate_feedback", lab, "--force")
@@ -195,10 +199,10 @@ def _rehearse_in(course_dir: Path, lab: str, root: Path, timeout: int | None, sa
     with open(root / "grades.csv", newline="", encoding="utf-8") as f:
         rows = [row for row in csv.DictReader(f) if row["assignment"] == lab]
 
-    expected = _expected(source)
+    expected = {**_expected(source), **{name: points for name, (_, points) in extra.items()}}
     graded: dict[str, GradedSubmission] = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        for name in SUBMISSIONS:
+        for name in submissions:
             nb = gb.find_submission_notebook(lab, lab, name)
             auto = [g for g in nb.grades if g.cell_type == "code"]
             feedback = root / "feedback" / name / lab / f"{lab}.html"
@@ -208,9 +212,13 @@ def _rehearse_in(course_dir: Path, lab: str, root: Path, timeout: int | None, sa
                 errors=_autograded_errors(root / "autograded" / name / lab / f"{lab}.ipynb"),
                 feedback=feedback if feedback.is_file() else None)
 
-    hidden_only, everything = secret_lines(source, solutions=False), secret_lines(source)
+    everything = secret_lines(source)
     leaks = []
     for name, sub in graded.items():
-        if sub.feedback:
-            leaks += find_leaks([sub.feedback], hidden_only if name in _WITH_SOLUTIONS else everything)
+        written = {line.strip() for cell in submissions[name].cells for line in cell.source.split("\n")}
+        if sub.feedback:  # a line the student wrote themselves (a pasted solution) is theirs to see
+            leaks += find_leaks([sub.feedback], everything - written)
+        autograded = root / "autograded" / name / lab / f"{lab}.ipynb"
+        if autograded.is_file():  # what any output shows, the student's own prints included
+            leaks += find_leaks([autograded], everything, outputs_only=True)
     return Rehearsal(lab=lab, root=root, autograde_seconds=seconds, submissions=graded, grades_csv=rows, leaks=leaks)

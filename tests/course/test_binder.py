@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -52,15 +53,43 @@ def test_binder_pins_satisfy_the_package_requirements():
         assert req.specifier.contains(pins[req.name.lower()]), f"binder pins {req.name}=={pins[req.name.lower()]}, pyproject needs {req.specifier}"
 
 
-def test_post_build_hides_the_instructor_panels_for_students(tmp_path):
-    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"),
+def _copy_of_the_repository(tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    for part in ("binder", "labs"):
+        shutil.copytree(REPO / part, copy / part)
+    (copy / "graders" / "source" / "lab_x").mkdir(parents=True)
+    (copy / "graders" / "source" / "lab_x" / "lab_x.ipynb").write_text("### BEGIN SOLUTION")
+    (copy / "tests" / "course" / "submissions").mkdir(parents=True)
+    return copy
+
+
+def test_post_build_hides_the_instructor_panels_and_drops_the_answer_key(tmp_path):
+    repo = _copy_of_the_repository(tmp_path)
+    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"), REPO_DIR=str(repo),
                PATH=os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", "")]))
     assert (BINDER / "postBuild").read_text().splitlines()[:5].count("set -e") == 1
-    out = subprocess.run(["bash", str(BINDER / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
-                         stdin=subprocess.DEVNULL)
+    out = subprocess.run(["bash", str(repo / "binder" / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL, cwd=repo)
     assert out.returncode == 0, out.stderr[-2000:]
+    assert not (repo / "graders").exists() and not (repo / "tests").exists()
+    assert (repo / "labs").is_dir() and (repo / "binder").is_dir()
     disabled = json.loads((tmp_path / ".jupyter" / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
     assert disabled == {f"@jupyter/nbgrader:{p}": True for p in ("formgrader", "create-assignment", "course-list", "assignment-list")}
+
+
+def test_post_build_deletes_nothing_outside_binders_own_copy(tmp_path):
+    repo = _copy_of_the_repository(tmp_path)
+    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"),
+               PATH=os.pathsep.join([str(SCRIPTS), os.environ.get("PATH", "")]))
+    env.pop("REPO_DIR", None)
+    out = subprocess.run(["bash", str(repo / "binder" / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL, cwd=repo)
+    assert out.returncode == 0 and (repo / "graders").is_dir()  # a developer running it by hand loses nothing
+
+
+def test_students_are_not_sent_to_the_answer_key():
+    text = (REPO / "labs" / "README.md").read_text()
+    assert "graders" not in text and "solution" not in text.lower() and "hidden tests" not in text.lower()
 
 
 def test_the_readme_badge_opens_the_first_lab_in_full_jupyterlab():

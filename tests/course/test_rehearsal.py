@@ -1,4 +1,8 @@
-"""Every lab through nbgrader with a full-marks and five hostile submissions (see mcplab.course.rehearsal)."""
+"""Every lab through sealed nbgrader grading with a full-marks and five hostile submissions (see mcplab.course.rehearsal).
+
+Labs A, B and F are rehearsed in tests/course/test_sealed.py together with their hostile corpus
+(one grading run per lab); :func:`check_rehearsal` is the expectation both modules assert.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,22 @@ from .conftest import GRADERS, REHEARSALS
 TIMEOUT = 10
 
 
-@pytest.mark.parametrize("lab", LABS)
+#: Labs rehearsed here; the others are rehearsed with their hostile corpus in test_sealed.py.
+ALONE = tuple(lab for lab in LABS if lab not in ("lab_a_era_boundary", "lab_b_additive_fields", "lab_f_stockroom_flightdeck"))
+
+
+@pytest.mark.parametrize("lab", ALONE)
 def test_autograde_round_trip(lab, tmp_path):
-    result = rehearse(GRADERS, lab, timeout=TIMEOUT, workdir=tmp_path)
+    result = rehearse(GRADERS, lab, timeout=TIMEOUT, workdir=tmp_path, jobs=2)
     REHEARSALS.append((lab, result.autograde_seconds, len(result.submissions)))
+    check_rehearsal(result)
+
+
+def check_rehearsal(result) -> None:
+    """The six rehearsal submissions scored and reported as designed."""
     assert result.problems == []
     subs = result.submissions
-    assert set(subs) == set(SUBMISSIONS)
+    assert set(subs) >= set(SUBMISSIONS)
     full = subs["full-marks"]
     assert full.auto_score == full.auto_max > 0 and full.errors == {}
     # the untouched release and the edited tests fail on the restored test cells, not on anything else
@@ -33,5 +46,5 @@ def test_autograde_round_trip(lab, tmp_path):
     kill = subs["kernel-kill"]
     assert KERNEL_DIED in kill.errors.values() and 0 < kill.auto_score < full.auto_max
     # one grades.csv row per submission, all on the same scale
-    assert sorted(row["student_id"] for row in result.grades_csv) == sorted(SUBMISSIONS)
+    assert sorted(row["student_id"] for row in result.grades_csv) == sorted(subs)
     assert len({row["max_score"] for row in result.grades_csv}) == 1
