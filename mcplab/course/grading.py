@@ -37,7 +37,7 @@ from traitlets import Bool, Float, Integer, Unicode
 
 from .checks import CheckError, collect
 from .hidden import hidden_line_numbers, secret_lines
-from .judge import judge
+from .judge import defines, judge
 from .probe import MIME
 from .release import CourseError
 from .sandbox import Execution, Limits, run_notebook
@@ -275,7 +275,8 @@ class JudgeChecks(NbGraderPreprocessor):
         probes = resources.get("mcplab", {}).get("probes", {})
         answers = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell.source for cell in nb.cells
                    if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")}
-        for index, grade_id in _graded_code_cells(nb, trusted).items():
+        graded = _graded_code_cells(nb, trusted)
+        for index, grade_id in graded.items():
             cell = nb.cells[index]
             cell.source = trusted[grade_id][0]
             try:
@@ -283,6 +284,11 @@ class JudgeChecks(NbGraderPreprocessor):
             except CheckError as exc:
                 raise CourseError(str(exc)) from None
             rules = [(f.answer_id, answers.get(f.answer_id, "")) for f in checks.forbidden]
+            if checks.forbidden:  # and wherever else the student defined the exercise's functions (a copied or unmarked cell)
+                functions = {call.fn for call in checks.calls}
+                rules += [(f"cell {i + 1}", c.source) for i, c in enumerate(nb.cells)
+                          if c.cell_type == "code" and i not in graded and defines(c.source, functions)
+                          and c.source != answers.get(c.metadata.get("nbgrader", {}).get("grade_id"))]
             verdict = judge(checks, _results(grade_id, probes.get(grade_id)), rules)
             shown = []
             for output in cell.get("outputs", []):

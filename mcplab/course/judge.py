@@ -20,7 +20,7 @@ from typing import Any
 from .checks import CheckSet, Forbidden
 from .values import same
 
-__all__ = ["Verdict", "forbidden_names", "judge"]
+__all__ = ["Verdict", "defines", "forbidden_names", "judge"]
 
 
 @dataclass
@@ -66,6 +66,22 @@ def forbidden_names(source: str, names: tuple[str, ...] | list[str]) -> list[str
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     found.update(name for name in wanted if re.search(rf"\b{re.escape(name)}\b", arg.value))
     return sorted(found)
+
+
+def defines(source: str, names: set[str]) -> bool:
+    """Whether ``source`` defines (def, class, assignment or import) one of ``names`` at any level."""
+    try:
+        tree = ast.parse(_python_text(source))
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+            return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in names:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) in names:
+            return True
+    return False
 
 
 def _check_forbidden(rule: Forbidden, sources: list[tuple[str, str]]) -> str | None:

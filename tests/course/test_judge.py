@@ -102,3 +102,16 @@ def test_outside_the_grader_expect_checks_the_notebook_at_once():
             expect("triple", 2, want=7, case="c", rule="triple it", about="an int")
     finally:
         del __main__.triple
+
+
+@pytest.mark.parametrize("source, names, found", [
+    ("def may_use_legacy(a):\n    return a", {"may_use_legacy"}, True),
+    ("may_use_legacy = lambda a: a", {"may_use_legacy"}, True),
+    ("from helpers import rule as may_use_legacy", {"may_use_legacy"}, True),
+    ("print(may_use_legacy(1))", {"may_use_legacy"}, False),
+    ("def f(:", {"f"}, False),
+])
+def test_cells_that_define_the_exercise_function_are_found(source, names, found):
+    from mcplab.course.judge import defines
+
+    assert defines(source, names) is found
