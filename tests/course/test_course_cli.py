@@ -13,6 +13,13 @@ from .conftest import GRADERS
     (["course", "rehearse", "lab_z"], "unknown lab 'lab_z': expected one of lab_a_era_boundary"),
     (["course", "rehearse", "--timeout", "0"], "--timeout 0: expected a number of seconds above 0"),
     (["course", "rehearse", "--course", "/nonexistent/course"], "/nonexistent/course: no nbgrader_config.py"),
+    (["course", "rehearse", "--jobs", "0"], "--jobs 0: expected a whole number of sandboxes above 0"),
+    (["course", "autograde", "lab_z"], "unknown lab 'lab_z'"),
+    (["course", "autograde", "lab_a_era_boundary", "--jobs", "0"], "--jobs 0: expected a whole number"),
+    (["course", "autograde", "lab_a_era_boundary", "--timeout", "nan"], "--timeout nan: expected seconds per cell above 0"),
+    (["course", "autograde", "lab_a_era_boundary", "--timeout", "-1"], "--timeout -1.0: expected seconds per cell above 0"),
+    (["course", "autograde", "lab_a_era_boundary", "--course", "/nonexistent/course"], "/nonexistent/course: no nbgrader_config.py"),
+    (["course", "autograde", "lab_a_era_boundary", "--course", "/dev/null"], "/dev/null: no nbgrader_config.py"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, expected, capsys):
     assert main(argv) == 2
@@ -25,3 +32,22 @@ def test_keep_refuses_a_folder_with_content(tmp_path, capsys):
     assert main(["course", "rehearse", "--course", str(GRADERS), "--keep", str(tmp_path)]) == 2
     assert "--keep" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["precious.txt"]
+
+
+def test_autograde_with_no_submissions_says_where_it_looked(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "release" / "lab_a_era_boundary").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    (course / "gradebook.db").write_bytes(b"")
+    assert main(["course", "autograde", "lab_a_era_boundary", "--course", str(course), "--unsealed"]) == 2
+    err = capsys.readouterr().err
+    assert "no submissions of lab_a_era_boundary (expected submitted/<student>/lab_a_era_boundary/lab_a_era_boundary.ipynb)" in err
+    assert "--unsealed: submissions run without a sandbox" in err  # the explicit choice is said out loud
+
+
+def test_autograde_before_the_release_says_what_to_run(tmp_path, capsys):
+    from mcplab.course.release import course_copy
+
+    course = course_copy(GRADERS, ["lab_a_era_boundary"], tmp_path / "course")
+    assert main(["course", "autograde", "lab_a_era_boundary", "--course", str(course)]) == 2
+    assert "lab_a_era_boundary was not released here: run 'nbgrader generate_assignment lab_a_era_boundary'" in capsys.readouterr().err
