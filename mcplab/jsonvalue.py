@@ -6,9 +6,12 @@ different JSON values, and an id, a code or a body that changed type has changed
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["same_json_value", "is_json_integer", "is_json_number", "is_http_status"]
+__all__ = ["same_json_value", "is_json_integer", "is_json_number", "is_http_status", "without_lone_surrogates"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def same_json_value(a: Any, b: Any) -> bool:
@@ -35,3 +38,20 @@ def is_json_number(value: Any) -> bool:
 def is_http_status(value: Any) -> bool:
     """An HTTP status code: an integer in 100..599."""
     return is_json_integer(value) and 100 <= value <= 599
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD.
+
+    Python's ``json`` accepts ``"\\ud800"``, but such a string cannot be encoded as UTF-8: client
+    text carrying one would otherwise make a record, a digest or a file impossible to write. Call it
+    on values of bounded depth (it recurses once per container level).
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_lone_surrogates(item) for item in value]
+    return value
+
