@@ -153,7 +153,7 @@ class StockroomClient(StockroomAPI):
             return reply.json()
         except RecursionError:
             raise StockroomConnectionError(f"{self.url}: the answer is JSON nested too deeply to read") from None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, ProtocolViolation):
             raise StockroomConnectionError(
                 f"{self.url} answered HTTP {reply.status_code} with a body that is not JSON-RPC "
                 f"({media or 'no content type'}): is this an MCP endpoint?") from None
