@@ -29,9 +29,16 @@ def canonical_json(obj: Any) -> bytes:
     bytes or other objects.
     """
     _check_json(obj, "$")
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _utf8(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 bytes; a lone surrogate (``"\\ud800"``, which JSON text may spell) is not JSON data: EvidenceError."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EvidenceError(f"evidence is not JSON: a string holds a lone surrogate "
+                            f"({text[exc.start]!r}), which has no UTF-8 form") from None
 
 
 def evidence_digest(evidence: Any) -> str:

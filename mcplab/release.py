@@ -15,13 +15,13 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .cases import CASES
 from .errors import EvidenceError
-from .evidence import canonical_json
-from .jsonvalue import is_json_integer, is_json_number
+from .evidence import canonical_json, evidence_digest
+from .jsonvalue import is_json_integer, is_json_number, same_json_value, short_repr
 from .proxy_evidence import proxy_findings
 from .redaction import redaction_paths
 from .sdkview import compare_sdk_view
@@ -38,6 +38,8 @@ __all__ = [
     "rollback_evidence_ready",
     "ReleasePolicy",
     "ReleaseGate",
+    "DEFAULT_MAX_VALIDITY",
+    "suite_digest",
 ]
 
 # --------------------------------------------------------------------------- health window
@@ -112,16 +114,22 @@ class HealthPolicy:
 
 
 def _finite(value: Any) -> bool:
-    return is_json_number(value) and math.isfinite(value)
+    """A JSON number that is a finite float too (``10**400`` is JSON but overflows a float: not finite here)."""
+    if not is_json_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _number(sample: Mapping[str, Any], index: int, key: str) -> float:
     """The finite number ``sample[key]``, or EvidenceError naming the sample index and field."""
     if key not in sample:
-        raise EvidenceError(f"health sample {index}: field {key!r} is missing")
+        raise EvidenceError(f"health sample {index}: field {short_repr(key)} is missing")
     if not _finite(sample[key]):
         raise EvidenceError(
-            f"health sample {index}: field {key!r} must be a finite number, got {sample[key]!r}"
+            f"health sample {index}: field {short_repr(key)} must be a finite number, got {short_repr(sample[key])}"
         )
     return float(sample[key])
 
@@ -160,7 +168,7 @@ def _stream_sample(sample: Mapping[str, Any], index: int) -> tuple[float, float,
         return None
     if len(present) < len(STREAM_FIELDS):
         missing = next(key for key in STREAM_FIELDS if key not in present)
-        raise EvidenceError(f"health sample {index}: field {missing!r} is missing (stream fields come together)")
+        raise EvidenceError(f"health sample {index}: field {short_repr(missing)} is missing (stream fields come together)")
     duration, first = _number(sample, index, "streamDurationMs"), _number(sample, index, "firstEventMs")
     if duration < 0 or first < 0:
         raise EvidenceError(f"health sample {index}: stream times must not be negative")
@@ -168,7 +176,7 @@ def _stream_sample(sample: Mapping[str, Any], index: int) -> tuple[float, float,
         raise EvidenceError(f"health sample {index}: field 'firstEventMs' must not exceed 'streamDurationMs'")
     count = sample["eventCount"]
     if not is_json_integer(count) or count < 0:
-        raise EvidenceError(f"health sample {index}: field 'eventCount' must be a non-negative integer, got {count!r}")
+        raise EvidenceError(f"health sample {index}: field 'eventCount' must be a non-negative integer, got {short_repr(count)}")
     return duration, first, int(count)
 
 
@@ -232,7 +240,7 @@ def evaluate_health(
             raise EvidenceError(f"health sample {index}: field 'error' is missing")
         if not isinstance(sample["error"], bool):
             raise EvidenceError(
-                f"health sample {index}: field 'error' must be a boolean, got {sample['error']!r}"
+                f"health sample {index}: field 'error' must be a boolean, got {short_repr(sample['error'])}"
             )
         errors += sample["error"]
         if sample.get("saturation") is not None:  # optional: absent or null
@@ -353,7 +361,7 @@ def _baseline_numbers(values: Mapping[str, Any], keys: Sequence[str], where: str
     for key in keys:
         value = values.get(key)
         if not _finite(value):
-            raise EvidenceError(f"health baseline: field {where}{key!r} must be a finite number, got {value!r}")
+            raise EvidenceError(f"health baseline: field {where}{short_repr(key)} must be a finite number, got {short_repr(value)}")
         out[key] = float(value)
     return out
 
@@ -372,8 +380,8 @@ def _baseline_metrics(baseline: Mapping[str, Any], policy: HealthPolicy) -> dict
     percentile = baseline.get("latencyPercentile")
     if percentile is not None and percentile != policy.latency_percentile:
         raise EvidenceError(
-            f"health baseline: latencyPercentile {percentile!r} is not comparable with the "
-            f"policy's {policy.latency_percentile!r}"
+            f"health baseline: latencyPercentile {short_repr(percentile)} is not comparable with the "
+            f"policy's {short_repr(policy.latency_percentile)}"
         )
     return out
 
@@ -396,6 +404,14 @@ ROLLBACK_PIN_FIELDS: tuple[str, ...] = (
 CERTIFICATE_ALGORITHM = "HMAC-SHA-256"
 
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+#: An exact release version: digits first (an optional ``v``), dot-separated, optional pre-release
+#: and build parts (SemVer ``1.0.0-beta.2+build.5``, PEP 440 ``2.0.0rc1``, CalVer ``2026.12.1``).
+#: A branch, a tag name or a commit (``HEAD``, ``main``, ``abc123``) is not a version.
+_VERSION = re.compile(r"v?[0-9]+(\.[0-9]+)*([-.]?[0-9A-Za-z]+)*(\+[0-9A-Za-z]+(\.[0-9A-Za-z]+)*)?")
+_MAX_VERSION_LENGTH = 64
+#: The longest validity window rollback evidence may claim (``issuedAt`` to ``expiresAt``): evidence
+#: re-verified at least monthly; ``ReleasePolicy.max_validity`` can shorten (or lengthen) it.
+DEFAULT_MAX_VALIDITY = timedelta(days=30)
 _RANGE_CHARS = frozenset("^~*<>=|, \t\n")
 _FLOATING_VERSIONS = frozenset({"latest", "current", "previous"})
 
@@ -435,28 +451,53 @@ def _is_sha256(value: Any) -> bool:
 
 def _version_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
-        return f"version: must be a non-empty exact version string, got {value!r}"
+        return f"version: must be a non-empty exact version string, got {short_repr(value)}"
     if value.strip().lower() in _FLOATING_VERSIONS:
-        return f"version: {value!r} is a moving alias, not an exact version"
+        return f"version: {short_repr(value)} is a moving alias, not an exact version"
     if _RANGE_CHARS & set(value) or any(part in ("x", "X") for part in value.split(".")):
-        return f"version: {value!r} is a range or wildcard, not an exact version"
+        return f"version: {short_repr(value)} is a range or wildcard, not an exact version"
+    if len(value) > _MAX_VERSION_LENGTH or not _VERSION.fullmatch(value):
+        return f"version: {short_repr(value)} is not a version (expected digits such as 1.4.2, not a branch or commit)"
     return None
 
 
-def _acceptance_problems(value: Any) -> list[str]:
+def suite_digest(keys: Sequence[str]) -> str:
+    """The digest that names a transcript suite: SHA-256 of the sorted verdict keys (``name`` or
+    ``name.variant``), as :func:`~mcplab.evidence.evidence_digest` computes it."""
+    return evidence_digest(sorted(keys))
+
+
+def _acceptance_problems(value: Any, suite: tuple[str, int] | None = None) -> list[str]:
+    """``suite`` is ``(digest, size)`` of the suite the gate knows: acceptance claiming it must count all of it."""
     if not isinstance(value, Mapping):
         return [f"acceptanceEvidence: must be an object, got {type(value).__name__}"]
     problems: list[str] = []
     passed, total = value.get("transcriptsPassed"), value.get("transcriptsTotal")
     if not is_json_integer(passed):
-        problems.append(f"acceptanceEvidence.transcriptsPassed: must be an integer, got {passed!r}")
+        problems.append(f"acceptanceEvidence.transcriptsPassed: must be an integer, got {short_repr(passed)}")
     if not is_json_integer(total) or total <= 0:
-        problems.append(f"acceptanceEvidence.transcriptsTotal: must be a positive integer, got {total!r}")
+        problems.append(f"acceptanceEvidence.transcriptsTotal: must be a positive integer, got {short_repr(total)}")
     if is_json_integer(passed) and is_json_integer(total) and total > 0 and passed != total:
         problems.append(f"acceptanceEvidence: only {passed} of {total} transcripts passed")
     if not _is_sha256(value.get("digest")):
         problems.append("acceptanceEvidence.digest: must be 64 lowercase hex characters (SHA-256)")
+    elif suite is not None and value["digest"] == suite[0] and total != suite[1]:
+        problems.append(f"acceptanceEvidence: claims suite {suite[0][:12]} of {suite[1]} transcripts but counts "
+                        f"{short_repr(total)}")
     return problems
+
+
+def _acceptance_digest_problem(evidence: Mapping[str, Any]) -> str | None:
+    """``acceptanceSha256`` must be the evidence digest of ``acceptanceEvidence`` (else it names nothing)."""
+    if not _is_sha256(evidence.get("acceptanceSha256")) or "acceptanceEvidence" not in evidence:
+        return None
+    try:
+        expected = evidence_digest(evidence["acceptanceEvidence"])
+    except EvidenceError:
+        return "acceptanceSha256: the acceptance evidence is not JSON, so no digest can name it"
+    if not hmac.compare_digest(expected, evidence["acceptanceSha256"]):
+        return "acceptanceSha256: is not the digest of acceptanceEvidence (evidence_digest of it)"
+    return None
 
 
 def _certificate_problems(evidence: Mapping[str, Any], trusted_signers: Mapping[str, bytes]) -> list[str]:
@@ -466,11 +507,11 @@ def _certificate_problems(evidence: Mapping[str, Any], trusted_signers: Mapping[
     problems: list[str] = []
     signer, signature = cert.get("signer"), cert.get("signature")
     if cert.get("algorithm") != CERTIFICATE_ALGORITHM:
-        problems.append(f"certificate.algorithm: must be {CERTIFICATE_ALGORITHM!r}, got {cert.get('algorithm')!r}")
+        problems.append(f"certificate.algorithm: must be {short_repr(CERTIFICATE_ALGORITHM)}, got {short_repr(cert.get('algorithm'))}")
     if not _is_sha256(signature):
         problems.append("certificate.signature: must be 64 lowercase hex characters (HMAC-SHA-256)")
     if not isinstance(signer, str) or signer not in trusted_signers:
-        problems.append(f"certificate.signer: {signer!r} is not a trusted release-controller identity")
+        problems.append(f"certificate.signer: {short_repr(signer)} is not a trusted release-controller identity")
     if problems:
         return problems
     try:
@@ -479,7 +520,7 @@ def _certificate_problems(evidence: Mapping[str, Any], trusted_signers: Mapping[
         return [f"certificate: cannot verify, {exc}"]
     expected = hmac.new(bytes(trusted_signers[signer]), payload, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, signature):
-        return [f"certificate.signature: does not match the evidence under {signer!r}'s key"]
+        return [f"certificate.signature: does not match the evidence under {short_repr(signer)}'s key"]
     return []
 
 
@@ -494,16 +535,19 @@ def _timestamp(value: Any) -> datetime | None:
     return moment if moment.tzinfo is not None else None
 
 
-def _freshness_problems(evidence: Mapping[str, Any], now: datetime) -> list[str]:
+def _freshness_problems(evidence: Mapping[str, Any], now: datetime, max_validity: timedelta) -> list[str]:
     issued, expires = _timestamp(evidence.get("issuedAt")), _timestamp(evidence.get("expiresAt"))
     problems = [
-        f"{name}: must be an ISO 8601 timestamp with a UTC offset, got {evidence[name]!r}"
+        f"{name}: must be an ISO 8601 timestamp with a UTC offset, got {short_repr(evidence[name])}"
         for name, moment in (("issuedAt", issued), ("expiresAt", expires))
         if name in evidence and moment is None
     ]
     if issued is not None and expires is not None:
         if expires <= issued:
             problems.append("expiresAt: must be later than issuedAt")
+        elif expires - issued > max_validity:
+            problems.append(f"expiresAt: a validity window may last at most {max_validity.days} days "
+                            f"(issuedAt to expiresAt is {(expires - issued).days} days)")
         if issued > now:
             problems.append(f"issuedAt: {evidence['issuedAt']} is in the future")
         if now >= expires:
@@ -511,8 +555,17 @@ def _freshness_problems(evidence: Mapping[str, Any], now: datetime) -> list[str]
     return problems
 
 
+def _aware_now(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise EvidenceError(f"now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got {short_repr(now)}")
+    return now
+
+
 def rollback_evidence_problems(
-    evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None
+    evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None, *,
+    max_validity: timedelta = DEFAULT_MAX_VALIDITY, suite: tuple[str, int] | None = None,
 ) -> list[str]:
     """Every reason ``evidence`` does not prove a rollback target, one readable string each.
 
@@ -520,9 +573,12 @@ def rollback_evidence_problems(
     exact version, complete acceptance evidence, three SHA-256 digests, registry state
     ``"active"``, health whose ``healthy`` is the boolean ``True``, a route restoration
     procedure, an ``issuedAt``..``expiresAt`` validity window that holds ``now`` (default: the
-    current UTC time; stale evidence must be re-verified), and a valid certificate from a
-    trusted signer over all of it.
+    current UTC time; stale evidence must be re-verified) and lasts at most ``max_validity``, an
+    ``acceptanceSha256`` that is the digest of ``acceptanceEvidence`` (which, when it names the
+    ``suite`` ``(digest, size)`` the gate knows, counts all of it), and a valid certificate from
+    a trusted signer over all of it. A naive ``now`` raises :class:`~mcplab.errors.EvidenceError`.
     """
+    now = _aware_now(now)
     if evidence is None:
         return ["rollback evidence: missing"]
     if not isinstance(evidence, Mapping):
@@ -531,18 +587,20 @@ def rollback_evidence_problems(
     if "version" in evidence and (problem := _version_problem(evidence["version"])):
         problems.append(problem)
     if "acceptanceEvidence" in evidence:
-        problems.extend(_acceptance_problems(evidence["acceptanceEvidence"]))
+        problems.extend(_acceptance_problems(evidence["acceptanceEvidence"], suite))
     for name in ("artifactSha256", "descriptorSha256", "acceptanceSha256"):
         if name in evidence and not _is_sha256(evidence[name]):
             problems.append(f"{name}: must be 64 lowercase hex characters (SHA-256)")
+    if (problem := _acceptance_digest_problem(evidence)) is not None:
+        problems.append(problem)
     if "registryState" in evidence and evidence["registryState"] != "active":
-        problems.append(f"registryState: must be 'active', got {evidence['registryState']!r}")
+        problems.append(f"registryState: must be 'active', got {short_repr(evidence['registryState'])}")
     if "health" in evidence:
         health = evidence["health"]
         if not isinstance(health, Mapping):
             problems.append(f"health: must be an object, got {type(health).__name__}")
         elif health.get("healthy") is not True:
-            problems.append(f"health.healthy: must be the boolean true, got {health.get('healthy')!r}")
+            problems.append(f"health.healthy: must be the boolean true, got {short_repr(health.get('healthy'))}")
     if "routeRestoration" in evidence:
         steps = evidence["routeRestoration"]
         if (
@@ -551,7 +609,7 @@ def rollback_evidence_problems(
             or not all(isinstance(step, str) and step.strip() for step in steps)
         ):
             problems.append("routeRestoration: must be a non-empty list of non-empty procedure steps")
-    problems.extend(_freshness_problems(evidence, now or datetime.now(UTC)))
+    problems.extend(_freshness_problems(evidence, now, max_validity))
     unsigned = {key: value for key, value in evidence.items() if key != "certificate"}
     problems.extend(f"{path[2:]}: rollback evidence must not carry secrets" for path in redaction_paths(unsigned))
     if "certificate" in evidence:
@@ -559,9 +617,10 @@ def rollback_evidence_problems(
     return problems
 
 
-def rollback_evidence_ready(evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None) -> bool:
+def rollback_evidence_ready(evidence: Any, trusted_signers: Mapping[str, bytes], now: datetime | None = None,
+                            **limits: Any) -> bool:
     """True when :func:`rollback_evidence_problems` finds nothing."""
-    return not rollback_evidence_problems(evidence, trusted_signers, now)
+    return not rollback_evidence_problems(evidence, trusted_signers, now, **limits)
 
 
 # --------------------------------------------------------------------------- gate
@@ -573,20 +632,34 @@ class ReleasePolicy:
 
     ``health``: thresholds for health windows. ``allowed_drops``: SDK semantic-loss field paths
     the component is declared free to ignore (exact match). ``trusted_signers``: release
-    controller identity -> HMAC key for rollback certificates.
+    controller identity -> HMAC key for rollback certificates. ``suite``: the verdict keys
+    (``name`` or ``name.variant``) the transcript evidence must cover, every one exactly once
+    (``None``: the shipped suite, :func:`~mcplab.transcript.load_transcripts`). ``max_validity``:
+    the longest rollback-evidence validity window. ``verify_sdk_views``: re-observe every SDK
+    record that names the installed SDK and block a view the SDK does not produce (off by default
+    because the course's what-if evidence, lab D's "the SDK kept futureHint", is declared, not observed).
     """
 
     health: HealthPolicy = HealthPolicy()
     allowed_drops: tuple[str, ...] = ()
     trusted_signers: Mapping[str, bytes] = field(default_factory=dict)
+    suite: tuple[str, ...] | None = None
+    max_validity: timedelta = DEFAULT_MAX_VALIDITY
+    verify_sdk_views: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allowed_drops", tuple(self.allowed_drops))
+        if self.suite is not None:
+            object.__setattr__(self, "suite", tuple(self.suite))
+            if not self.suite or not all(isinstance(key, str) and key for key in self.suite):
+                raise ValueError("suite must be a non-empty list of verdict keys ('name' or 'name.variant')")
+        if not isinstance(self.max_validity, timedelta) or self.max_validity <= timedelta(0):
+            raise ValueError("max_validity must be a positive timedelta")
         if not all(isinstance(path, str) for path in self.allowed_drops):
             raise ValueError("allowed_drops must be field path strings")
         for signer, key in self.trusted_signers.items():
             if not isinstance(signer, str) or not signer or not isinstance(key, (bytes, bytearray)) or not key:
-                raise ValueError(f"trusted_signers maps a signer name to a non-empty bytes key; got {signer!r} -> {type(key).__name__}")
+                raise ValueError(f"trusted_signers maps a signer name to a non-empty bytes key; got {short_repr(signer)} -> {type(key).__name__}")
 
 
 def _label(item: Mapping[str, Any], index: int) -> str:
@@ -616,6 +689,49 @@ def _rollback_targets(rollback: Any) -> list[Any]:
     return [rollback]
 
 
+#: Fields :func:`~mcplab.sdkview.sdk_observe` records beside the view: which SDK saw which result how.
+_OBSERVATION_FIELDS = ("sdk", "version", "method", "era")
+
+
+def _hollow_observation(item: Mapping[str, Any]) -> str | None:
+    """Why an SDK record cannot be an observation, or ``None``.
+
+    A result the SDK saw is a non-empty object; the SDK answered either a non-empty view or an
+    exception it raised (``{"raw": {}, "view": {}}`` records nothing). Identity fields, when
+    present, are strings.
+    """
+    if not item["raw"]:
+        return "the raw result is empty"
+    view = item["view"]
+    if view is None:
+        exception = item.get("exception")
+        return None if isinstance(exception, str) and exception.strip() else "no view and no exception recorded"
+    if not isinstance(view, dict) or not view:
+        return "the SDK's view must be a non-empty object, or null with the exception it raised"
+    bad = [name for name in _OBSERVATION_FIELDS if name in item and not isinstance(item[name], str)]
+    return f"{', '.join(bad)} must be strings" if bad else None
+
+
+def _reobserved_mismatch(item: Mapping[str, Any]) -> str | None:
+    """Run the installed SDK on the raw result again; a recorded view it does not produce is not evidence."""
+    from .sdkview import sdk_identity, sdk_observe
+
+    identity = sdk_identity()
+    missing = [name for name in _OBSERVATION_FIELDS if not isinstance(item.get(name), str)]
+    if missing:
+        return f"names no SDK observation ({', '.join(missing)} missing): record it with sdk_observe"
+    if item["sdk"] != identity["sdk"] or item["version"] != identity["version"]:
+        return (f"recorded with {short_repr(item['sdk'])} {short_repr(item['version'])}; the installed SDK "
+                f"({identity['sdk']} {identity['version']}) cannot re-observe it")
+    if item["era"] not in ("modern", "legacy"):
+        return f"era {short_repr(item['era'])} is not modern or legacy"
+    version = item.get("protocolVersion") if isinstance(item.get("protocolVersion"), str) else None
+    again = sdk_observe(copy.deepcopy(item["raw"]), item["method"], item["era"], version=version)
+    if not same_json_value(again["view"], item["view"]):
+        return "the view differs from what the installed SDK produces when re-observed"
+    return None
+
+
 def _observed_streams(health: Any) -> bool:
     """True when signed health metrics record at least one streamed sample."""
     metrics = health.get("metrics") if isinstance(health, Mapping) else None
@@ -635,6 +751,15 @@ class ReleaseGate:
 
     def __init__(self, policy: ReleasePolicy) -> None:
         self.policy = policy
+        if policy.suite is None:
+            from .transcript import load_transcripts  # the transcript layer sits beside the gate
+
+            keys: tuple[str, ...] = tuple(t.key for t in load_transcripts())
+        else:
+            keys = policy.suite
+        #: The verdict keys transcript evidence must cover, and the digest that names them.
+        self.suite_keys = frozenset(keys)
+        self.suite_digest = suite_digest(list(self.suite_keys))
 
     def evaluate(
         self,
@@ -674,6 +799,7 @@ class ReleaseGate:
         when several were offered). ``allowedDrops`` are the policy's drops some diff actually
         showed; ``unusedAllowedDrops`` the rest (a stale excuse to remove; reported, not blocking).
         """
+        now = _aware_now(now)
         reasons = _guarded("transcript", self._transcript_reasons, transcripts)
         sdk_reasons, diffs, tolerated = _guarded("SDK", self._sdk_reasons, sdk_evidence, shape=lambda r: ([r], [], set()))
         proxy_reasons, findings = _guarded("proxy", self._proxy_reasons, proxy_captures, shape=lambda r: ([r], []))
@@ -715,10 +841,13 @@ class ReleaseGate:
             "proxyFindings": findings,
             "allowedDrops": sorted(tolerated),
             "unusedAllowedDrops": sorted(set(self.policy.allowed_drops) - tolerated),
+            "suiteDigest": self.suite_digest,
         }
 
     def _judge_target(self, index: int, target: Any, now: datetime | None, stream_regressed: bool) -> dict[str, Any]:
-        problems = _guarded("rollback", rollback_evidence_problems, target, self.policy.trusted_signers, now)
+        problems = _guarded("rollback", lambda: rollback_evidence_problems(
+            target, self.policy.trusted_signers, now, max_validity=self.policy.max_validity,
+            suite=(self.suite_digest, len(self.suite_keys))))
         if stream_regressed and isinstance(target, Mapping) and not _observed_streams(target.get("health")):
             problems.append("health.metrics.stream: the candidate's stream regressed and this target's signed "
                             "health never observed a stream")
@@ -726,28 +855,39 @@ class ReleaseGate:
         return {"index": index, "version": version if isinstance(version, str) else None,
                 "ready": not problems, "problems": problems}
 
-    @staticmethod
-    def _transcript_reasons(transcripts: Any) -> list[str]:
+    def _transcript_reasons(self, transcripts: Any) -> list[str]:
+        """Well-formed verdicts, each once, covering exactly the suite the gate knows (bound by its digest)."""
         items = _evidence_list(transcripts)
         if items is None:
             return ["no transcript evidence"]
         reasons: list[str] = []
         failed: list[str] = []
-        seen: set[tuple[str, Any]] = set()
+        seen: set[str] = set()
         for index, item in enumerate(items):
+            variant = item.get("variant") if isinstance(item, Mapping) else None
             if (
                 not isinstance(item, Mapping)
-                or item.get("name") not in CASES
+                or not isinstance(item.get("name"), str)
+                or item["name"] not in CASES
+                or not (variant is None or (isinstance(variant, str) and variant))
                 or not isinstance(item.get("passed"), bool)
             ):
-                reasons.append(f"transcript #{index}: malformed evidence (needs a known case 'name' and a boolean 'passed')")
+                reasons.append(f"transcript #{index}: malformed evidence (needs a known case 'name', an optional "
+                               "string 'variant' and a boolean 'passed')")
                 continue
-            key = (item["name"], item.get("variant"))
+            key = f"{item['name']}.{variant}" if variant else item["name"]
             if key in seen:
-                reasons.append(f"transcript {item['name']}: the same verdict appears twice")
+                reasons.append(f"transcript {key}: the same verdict appears twice")
             seen.add(key)
+            if key not in self.suite_keys:
+                reasons.append(f"transcript {key}: not a verdict of suite {self.suite_digest[:12]}")
             if item["passed"] is not True:
                 failed.append(_label(item, index))
+        missing = sorted(self.suite_keys - seen)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            reasons.append(f"transcript evidence covers {len(self.suite_keys & seen)} of {len(self.suite_keys)} "
+                           f"verdicts of suite {self.suite_digest[:12]}; missing: {shown}")
         if failed:
             reasons.insert(0, f"transcripts failed: {', '.join(failed)}")
         return reasons
@@ -765,13 +905,20 @@ class ReleaseGate:
                 reasons.append(f"SDK evidence #{index}: malformed (needs the raw result and the SDK's view)")
                 continue
             label = _label(item, index)
+            hollow = _hollow_observation(item)
+            if hollow:
+                reasons.append(f"SDK evidence {label}: not an observation ({hollow})")
+                continue
+            if self.policy.verify_sdk_views and (mismatch := _reobserved_mismatch(item)):
+                reasons.append(f"SDK evidence {label}: {mismatch}")
+                continue
             if item["view"] is None:
-                reasons.append(f"SDK evidence {label}: the SDK refused the result ({item.get('exception') or 'no reason recorded'})")
+                reasons.append(f"SDK evidence {label}: the SDK refused the result ({item['exception'][:200]})")
                 continue
             diff = compare_sdk_view(item["raw"], item["view"], allowed_drops=allowed)
             diffs.append({"label": label, **diff})
             tolerated |= set(allowed) & set(diff["dropped"] + diff["changed"])
-            reasons.extend(f"SDK diff {label}: semantic loss of {path!r} not allowed by policy" for path in diff["semanticLoss"])
+            reasons.extend(f"SDK diff {label}: semantic loss of {short_repr(path)} not allowed by policy" for path in diff["semanticLoss"])
         return reasons, diffs, tolerated
 
     @staticmethod
