@@ -153,8 +153,9 @@ def _trace_safe(value: Any) -> Any:
     """``value`` as the trace stores it: itself when small, plain JSON and shallow; else a bounded summary.
 
     Lone surrogates in strings become U+FFFD (they cannot be UTF-8), so a note or a key a client
-    sent never turns a record, or an applied commit's lines, into ``omitted``. The summary keeps the size and SHA-256 of the canonical form, so the record still identifies
-    exactly what was sent without storing it.
+    sent never turns a record, or an applied commit's lines, into ``omitted``. The summary keeps the
+    size and SHA-256 of the canonical form, so the record still identifies exactly what was sent
+    without storing it.
     """
     if _depth_exceeds(value, TRACE_MAX_DEPTH):
         return {"omitted": f"nested deeper than {TRACE_MAX_DEPTH} levels"}
