@@ -13,10 +13,13 @@ than :data:`MAX_DEPTH` containers is replaced by :data:`TOO_DEEP` (so hostile JS
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, unquote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit
 
 __all__ = [
     "REDACTED",
@@ -32,6 +35,9 @@ __all__ = [
     "redact",
     "redaction_paths",
     "redact_urls_in",
+    "handed_secrets",
+    "scrub_handed",
+    "MIN_HANDED_SECRET",
 ]
 
 #: Bump whenever a table below changes: evidence digests made under other rules differ.
@@ -254,3 +260,88 @@ def _redact_params(params: str, prefix: str, paths: list[str]) -> str:
             paths.append(prefix + unquote_plus(name))
             parts[i] = f"{name}={_REDACTED_IN_URL}"
     return "&".join(parts)
+
+
+#: Handed secrets shorter than this are not searched for in text (they cannot be told from prose).
+MIN_HANDED_SECRET = 4
+
+
+def handed_secrets(urls: Sequence[str | None] = (), headers: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """Every secret a user handed in, as the strings that may come back: the value of each header
+    (whole, and without its auth scheme: ``Bearer t`` gives ``t`` too; a ``Basic`` credential also
+    decoded, with its user and password), each URL's userinfo (user and password, as given and
+    decoded, and the ``Basic`` credential a client builds from them) and the values of its
+    secret-named query and fragment parameters. Strings under :data:`MIN_HANDED_SECRET` characters
+    are left out. Longest first, so a scrub replaces a whole value before any part of it.
+    """
+    found: set[str] = set()
+    for _name, value in headers:
+        value = str(value).strip()
+        found.add(value)
+        scheme, _, credential = value.partition(" ")
+        if credential.strip():
+            found.add(credential.strip())
+            if scheme.lower() == "basic":
+                found.update(_basic_parts(credential.strip()))
+    for url in urls:
+        if url:
+            found.update(_url_secrets(str(url)))
+    return sorted((s for s in found if len(s) >= MIN_HANDED_SECRET), key=lambda s: (-len(s), s))
+
+
+def scrub_handed(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with every spelling of each handed secret replaced by :data:`REDACTED`, in every string
+    (dict keys too): as is, percent-encoded, and as Python ``repr`` and JSON would quote it."""
+    pairs = sorted({spelling for secret in secrets for spelling in _spellings_of(secret)
+                    if len(spelling) >= MIN_HANDED_SECRET}, key=lambda s: (-len(s), s))
+    if not pairs:
+        return value
+    return _scrub_strings(value, pairs)
+
+
+def _spellings_of(secret: str) -> set[str]:
+    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), json.dumps(secret)[1:-1],
+             json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1]}
+    return {form for form in forms if form}
+
+
+def _scrub_strings(value: Any, pairs: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in pairs:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {_scrub_strings(k, pairs): _scrub_strings(v, pairs) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_strings(item, pairs) for item in value]
+    return value
+
+
+def _basic_parts(credential: str) -> set[str]:
+    try:
+        decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return set()
+    user, _, password = decoded.partition(":")
+    return {decoded, user, password}
+
+
+def _url_secrets(url: str) -> set[str]:
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return set()
+    found: set[str] = set()
+    for part in (user, password):
+        if part:
+            found.update({part, unquote(part)})
+    if user is not None or password is not None:
+        plain = f"{unquote(user or '')}:{unquote(password or '')}"
+        found.add(base64.b64encode(plain.encode("utf-8")).decode("ascii"))
+    for params in (parts.query, parts.fragment):
+        for name, value in parse_qsl(params.replace(";", "&"), keep_blank_values=False):
+            if is_secret_key(name):
+                found.update({value, quote(value, safe="")})
+    return found

@@ -88,17 +88,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
                        timeout=args.timeout, only=args.case, progress=_Bar())
     if args.report:
         write_report(args.report, result)
+    shown = redacted_result(result)  # the terminal sees only what redaction and the handed-secret scrub left
     if args.json:
-        _print_json(redacted_result(result))
+        _print_json(shown)
         return 0 if result.ok else 1
-    era = result.era
+    era = shown["era"]
     print(f"era: {era['era']} ({era['case']}): {era['reason']}")
     if era["era"] is None:
         hint = ("; if this endpoint may be 2025-11-25, pass --allow-legacy so a successful initialize can prove it"
                 if era["mode"] == "fallback" and not era["legacyAllowed"] else "")
-        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era{hint}")
-    if result.via_era is not None and result.via_era["era"] != era["era"]:
-        print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
+        print(f"no case was run: {_probe_answer(shown['probes'][0])}, which proves no MCP era{hint}")
+    if shown["viaEra"] is not None and shown["viaEra"]["era"] != era["era"]:
+        print(f"via proxy the era is {shown['viaEra']['era']} ({shown['viaEra']['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]
     header = ["CASE", "DIRECT"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
     rows = [[row["case"], _cell_text(row["direct"])]

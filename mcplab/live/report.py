@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..redaction import REDACTED, redact
+from ..redaction import REDACTED, redact, scrub_handed
 from .check import CheckResult
 
 __all__ = ["render_report", "write_report", "redacted_result"]
@@ -53,7 +53,9 @@ def redacted_result(result: CheckResult) -> dict[str, Any]:
         if password:
             replaced.update({password: REDACTED, unquote(password): REDACTED})
     pairs = sorted(((old, new) for old, new in replaced.items() if len(old) >= _MIN_SCRUBBED), key=lambda p: -len(p[0]))
-    return _scrub(redacted, pairs) if pairs else redacted
+    scrubbed = _scrub(redacted, pairs) if pairs else redacted
+    # what the user handed in, wherever a server echoed it (without its "Bearer ", in a message...)
+    return scrub_handed(scrubbed, result.handed)
 
 
 def _spellings(value: Any) -> list[str]:
