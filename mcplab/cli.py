@@ -106,7 +106,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .outfile import OutputPathError, check_output_path
 
+    if args.evidence:
+        try:  # before the run: a device, FIFO, link or missing folder is refused, never written (issue 15)
+            check_output_path(args.evidence)
+        except OutputPathError as exc:
+            raise UsageError(f"--evidence {exc}") from None
     _print_json(run_demo(fixed_proxy=args.fixed_proxy, allow_drops=args.allow_drop, evidence_path=args.evidence))
     return 0
 

@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcplab.cli import main
+from mcplab.errors import MCPLabError
 from mcplab.evidence import write_evidence
-from mcplab.errors import EvidenceError
 from mcplab.live.check import run_check
 from mcplab.live.report import redacted_result, render_report
 from mcplab.serving import serve_app
@@ -146,7 +146,7 @@ def test_an_unwritable_folder_is_named_not_a_temp_file(tmp_path, capsys):
 def test_write_evidence_refuses_specials_in_the_library_too(tmp_path):
     paths = _special_paths(tmp_path)
     for path in filter(None, paths.values()):
-        with pytest.raises(EvidenceError) as caught:
+        with pytest.raises(MCPLabError) as caught:
             write_evidence(path, {"a": 1})
         assert str(path) in str(caught.value)
     written = write_evidence(tmp_path / "ok.json", {"a": 1})

@@ -4,9 +4,7 @@ function, print. Registered by ``mcplab.cli`` through :func:`add_live_commands`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..era import MODES
@@ -55,16 +53,14 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
 
 
 def _report_target(path: str) -> None:
-    """Refuse a --report path that cannot be written BEFORE the run, not after it."""
-    target = Path(path)
-    if target.is_dir():
-        raise _BadInput(f"--report {path!r}: is a directory; name the HTML file to write")
+    """Refuse a --report path that cannot be written BEFORE the run, not after it: only a regular
+    file in an existing folder (no device, FIFO, link or directory; no folder is created)."""
+    from ..outfile import OutputPathError, check_output_path
+
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _BadInput(f"--report {path!r}: cannot create its directory ({exc.strerror or exc})") from None
-    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise _BadInput(f"--report {path!r}: not writable")
+        check_output_path(path)
+    except OutputPathError as exc:
+        raise _BadInput(f"--report {exc}") from None
 
 
 def _probe_answer(probe: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..outfile import write_regular_file
 from ..redaction import REDACTED, redact, scrub_handed
 from .check import CheckResult
 
@@ -168,8 +169,8 @@ def render_report(result: CheckResult) -> str:
 
 
 def write_report(path: str | os.PathLike[str], result: CheckResult) -> Path:
-    """Write the HTML matrix to ``path`` (parents created) and return the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(result), encoding="utf-8")
-    return target
+    """Write the HTML matrix to the regular file ``path`` (atomically; its folder must exist) and return the path.
+
+    Raises :class:`~mcplab.outfile.OutputPathError` for a device, FIFO, link or directory there.
+    """
+    return write_regular_file(path, render_report(result), new_mode=0o644)
