@@ -32,7 +32,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -76,6 +76,8 @@ async def _json_object(request: Request) -> dict[str, Any]:
         body = await read_body(request, ADMIN_MAX_BODY_BYTES)
     except BodyTooLarge as exc:
         raise _BadBody(413, str(exc)) from None
+    except ClientDisconnect:  # nobody to answer; never an ASGI traceback (issue 15)
+        raise _BadBody(400, "the client disconnected before its body ended") from None
     try:
         value = json.loads(body)
     except RecursionError:
