@@ -37,6 +37,11 @@ def _fail(case: str, message: str) -> ProtocolViolation:
     return ProtocolViolation(message, code=INVALID_REQUEST, case=case)
 
 
+def _plain(value: Any) -> str:
+    """A method name as is (a string), anything else as :func:`short_repr` shows it."""
+    return value[:120] if isinstance(value, str) else short_repr(value)
+
+
 def is_notification(message: Any) -> bool:
     """True for a JSON-RPC message object with a method and no ``id``."""
     return isinstance(message, dict) and "method" in message and "id" not in message
@@ -182,7 +187,7 @@ def _validate_stream(body: Any, request: Any, status: int | None, era: str) -> d
             raise _fail("negative-response-unparsable", f"event {index} is not one JSON-RPC message")
         if "method" in message:
             if "id" in message and era == "modern":
-                raise _fail("negative-sse-server-request", f"event {index} is a server-to-client request ({short_repr(message['method'])})")
+                raise _fail("negative-sse-server-request", f"event {index} is a server-to-client request ({_plain(message['method'])})")
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
             if message["method"] == "notifications/progress" and (token is None or not same_json_value(params.get("progressToken"), token)):
                 raise _fail(
