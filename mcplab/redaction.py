@@ -29,7 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit
 
-from .secret_patterns import DETECT_SECRETS_TOKEN_PATTERNS, EXTRA_TOKEN_PATTERNS, PRIVATE_KEY_BLOCK
+from .secret_patterns import (
+    DETECT_SECRETS_TOKEN_PATTERNS,
+    EXTRA_TOKEN_PATTERNS,
+    PRIVATE_KEY_BEGIN,
+    PRIVATE_KEY_END,
+    TOKEN_LITERALS,
+)
 
 __all__ = [
     "REDACTED",
@@ -123,9 +129,16 @@ _PARAM_SEPARATOR = re.compile(r"([&;])")
 #: A URL user name alone (no password) this long or longer is taken for a token (``https://TOKEN@host``);
 #: ``git@``, ``alice@`` stay readable.
 MIN_TOKEN_USER = 16
-_TOKENS = re.compile("|".join(f"(?:{p})" for p in (*(p for group in DETECT_SECRETS_TOKEN_PATTERNS.values() for p in group),
-                                                   *EXTRA_TOKEN_PATTERNS.values())))
-_PRIVATE_KEY = re.compile(PRIVATE_KEY_BLOCK)
+#: (literals one of which the text must contain, the shape) per token family; see TOKEN_LITERALS.
+_TOKENS: list[tuple[tuple[str, ...] | None, re.Pattern[str]]] = [
+    (TOKEN_LITERALS[name], re.compile("|".join(f"(?:{p})" for p in patterns)))
+    for name, patterns in (*DETECT_SECRETS_TOKEN_PATTERNS.items(), *((k, (v,)) for k, v in EXTRA_TOKEN_PATTERNS.items()))]
+#: Every token shape holds a run of at least 20 of these characters: text without one is skipped.
+_TOKEN_CANDIDATE = re.compile(r"[A-Za-z0-9_+/=.\-]{20}")
+_PRIVATE_KEY_BEGIN = re.compile(PRIVATE_KEY_BEGIN)
+_PRIVATE_KEY_END = re.compile(PRIVATE_KEY_END)
+#: Text without any of these (lower-cased) holds no secret-named ``key=value`` pair: the pair scan is skipped.
+_KEY_HINTS = ("auth", "cookie", "key", "token", "secret", "pass", "pwd", "credential", "contrase", "session")
 _AUTH_SCHEMES = ("bearer", "basic")
 #: ``Bearer <token>`` / ``Basic <base64>`` in text (the scheme word kept, the credential replaced).
 _AUTH_CREDENTIAL = re.compile(r"(?P<lead>\b(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC)\s+)"
@@ -252,29 +265,60 @@ def _redact_text(text: str, path: str, paths: list[str]) -> str:
     """Every text rule on one string: URLs (any scheme) by the URL rules, the rest by the token,
     credential, private-key and ``key=value`` rules. The string's own path is reported when a text
     rule matched (or it already holds :data:`REDACTED`) and no URL rule reported a finer path."""
-    if len(text) < 8:
+    if len(text) < 4:
         return text
     before = len(paths)
-    out: list[str] = []
-    last = 0
-    for match in _URL_IN_TEXT.finditer(text):
-        out.append(_redact_prose(text[last:match.start()]))
-        out.append(_TOKENS.sub(REDACTED, _redact_url(match.group(0), path, paths)))
-        last = match.end()
-    out.append(_redact_prose(text[last:]))
-    result = "".join(out)
+    if "://" in text:
+        out: list[str] = []
+        last = 0
+        for match in _URL_IN_TEXT.finditer(text):
+            out.append(_redact_prose(text[last:match.start()]))
+            out.append(_redact_tokens(_redact_url(match.group(0), path, paths)))
+            last = match.end()
+        out.append(_redact_prose(text[last:]))
+        result = "".join(out)
+    else:
+        result = _redact_prose(text)
     if len(paths) == before and REDACTED in result:
         paths.append(path)
     return result
 
 
 def _redact_prose(text: str) -> str:
-    if not text:
+    """Text outside URLs: each rule runs only where its literal hint occurs (large bodies stay fast)."""
+    if len(text) < 4:
         return text
-    text = _PRIVATE_KEY.sub(REDACTED, text)
-    text = _TOKENS.sub(REDACTED, text)
-    text = _AUTH_CREDENTIAL.sub(_auth_credential, text)
-    return _KEY_VALUE.sub(_key_value, text)
+    if "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text:
+        text = _redact_private_keys(text)
+    text = _redact_tokens(text)
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        text = _AUTH_CREDENTIAL.sub(_auth_credential, text)
+    if ("=" in text or ":" in text) and any(hint in lowered for hint in _KEY_HINTS):
+        text = _KEY_VALUE.sub(_key_value, text)
+    return text
+
+
+def _redact_tokens(text: str) -> str:
+    if not _TOKEN_CANDIDATE.search(text):  # every token shape has a run of 20 token characters
+        return text
+    for literals, pattern in _TOKENS:
+        if literals is None or any(literal in text for literal in literals):
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _redact_private_keys(text: str) -> str:
+    """Each private key block, BEGIN to END; a block without its END runs to the end of the string.
+    Linear: each search starts where the last one stopped."""
+    out: list[str] = []
+    position = 0
+    while (begin := _PRIVATE_KEY_BEGIN.search(text, position)) is not None:
+        end = _PRIVATE_KEY_END.search(text, begin.end())
+        out.append(text[position:begin.start()] + REDACTED)
+        position = len(text) if end is None else end.end()
+    out.append(text[position:])
+    return "".join(out)
 
 
 def _auth_credential(match: re.Match[str]) -> str:

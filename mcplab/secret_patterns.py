@@ -13,7 +13,7 @@ here changes evidence digests: bump :data:`mcplab.redaction.REDACTION_RULES_VERS
 from __future__ import annotations
 
 __all__ = ["DETECT_SECRETS_VERSION", "KEYWORD_DENYLIST", "DETECT_SECRETS_TOKEN_PATTERNS", "EXTRA_TOKEN_PATTERNS",
-           "LEFT_OUT_PLUGINS", "PRIVATE_KEY_BLOCK"]
+           "LEFT_OUT_PLUGINS", "PRIVATE_KEY_BEGIN", "PRIVATE_KEY_END", "TOKEN_LITERALS"]
 
 #: The detect-secrets release these rules were copied from.
 DETECT_SECRETS_VERSION = "1.5.0"
@@ -80,7 +80,30 @@ EXTRA_TOKEN_PATTERNS: dict[str, str] = {
     "openai_project": r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
 }
 
-#: A PEM private key block, BEGIN line to END line (detect-secrets' private_key names the BEGIN lines).
-PRIVATE_KEY_BLOCK = (r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-                     r"[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-                     r"|PuTTY-User-Key-File-[23]:[\s\S]{0,16384}?Private-MAC: [0-9a-f]+")
+#: A PEM (or PuTTY) private key starts here and ends at :data:`PRIVATE_KEY_END`; without an end, the
+#: rest of the string is key material (detect-secrets' private_key names these BEGIN lines).
+PRIVATE_KEY_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-[23]:"
+PRIVATE_KEY_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|Private-MAC: [0-9a-f]+"
+
+#: A substring each token shape contains (any one of them), so a pattern runs only on text that could
+#: hold its token: scanning stays fast on large bodies. ``None``: no such literal (always run).
+TOKEN_LITERALS: dict[str, tuple[str, ...] | None] = {
+    "aws": ("A3T", "ABIA", "ACCA", "AKIA", "ASIA"),
+    "azure_storage_key": ("AccountKey=",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "gitlab_token": ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
+                     "glagent-", "gloas-"),
+    "mailchimp": ("-us",),
+    "openai": ("T3BlbkFJ",),
+    "pypi_token": ("pypi-",),
+    "sendgrid": ("SG.",),
+    "slack": ("xox", "hooks.slack.com"),
+    "square_oauth": ("sq0csp-",),
+    "stripe": ("k_live_",),
+    "discord": None,
+    "jwt": ("eyJ",),
+    "github_fine_grained": ("github_pat_",),
+    "google_api_key": ("AIza",),
+    "anthropic": ("sk-ant-",),
+    "openai_project": ("sk-proj-", "sk-svcacct-", "sk-admin-"),
+}
