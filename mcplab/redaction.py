@@ -139,14 +139,15 @@ _PRIVATE_KEY_BEGIN = re.compile(PRIVATE_KEY_BEGIN)
 _PRIVATE_KEY_END = re.compile(PRIVATE_KEY_END)
 #: Text without any of these (lower-cased) holds no secret-named ``key=value`` pair: the pair scan is skipped.
 _KEY_HINTS = ("auth", "cookie", "key", "token", "secret", "pass", "pwd", "credential", "contrase", "session")
-_AUTH_SCHEMES = ("bearer", "basic")
+#: Words after ``key:`` that hide nothing (null, booleans) or name an auth scheme (its credential follows).
+_NOT_A_VALUE = frozenset({"bearer", "basic", "none", "null", "true", "false"})
 #: ``Bearer <token>`` / ``Basic <base64>`` in text (the scheme word kept, the credential replaced).
 _AUTH_CREDENTIAL = re.compile(r"(?P<lead>\b(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC)\s+)"
                               r"(?P<credential>\[REDACTED\]|[A-Za-z0-9\-._~+/]{8,4096}=*)")
 #: ``key: value`` / ``key=value`` with the key quoted or not (JSON, a Python repr, a query, a header
 #: line in a message); the value quoted (bounded) or up to a delimiter. The key decides (is_secret_key).
 _KEY_VALUE = re.compile(r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)\s{0,8}[:=]\s{0,8}"""
-                        r"""(?P<value>\[REDACTED\]|"(?:[^"\\\n]|\\.){0,4096}"|'(?:[^'\\\n]|\\.){0,4096}'|[^\s"'&;,)}\]]{1,4096})""")
+                        r"""(?P<value>\[REDACTED\]|"(?:[^"\\\n]|\\.){0,4096}"|'(?:[^'\\\n]|\\.){0,4096}'|[^\s"'&;,(){}\[\]]{1,4096})""")
 
 
 def fold_key(name: str) -> str:
@@ -337,7 +338,7 @@ def _auth_credential(match: re.Match[str]) -> str:
 
 def _key_value(match: re.Match[str]) -> str:
     key, value = match.group("key"), match.group("value")
-    if not is_secret_key(key) or value.strip("\"'") in ("", REDACTED) or value.lower() in _AUTH_SCHEMES:
+    if not is_secret_key(key) or value.strip("\"'") in ("", REDACTED) or value.lower() in _NOT_A_VALUE:
         return match.group(0)
     quote_char = value[0] if value[0] in "\"'" and len(value) >= 2 and value[-1] == value[0] else ""
     start = match.start("value") - match.start(0)
