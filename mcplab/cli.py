@@ -176,6 +176,7 @@ def _token_file(srv: Any, db: str, private: str) -> str:
     from .stockroom.ledger import MEMORY
 
     if db != MEMORY:
+        srv.approver_token  # noqa: B018 - created now (mode 0600) so the person finds it where it is printed
         return str(approver_token_path(db))
     path = os.path.join(private, "approver-token")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -148,3 +148,25 @@ def test_the_panel_over_http_approves_with_the_token():
         panel.approve_button.click()
         assert server.stockroom.snapshot()["ledger_version"] == 2, panel.result
         assert [r["arguments"]["channel"] for r in server.stockroom.trace() if r["tool"] == "approval"] == ["panel/http"]
+
+
+def test_serve_stockroom_prints_where_the_token_is_and_it_is_there(tmp_path):
+    import subprocess
+    import sys
+
+    from .conftest import wait_until
+
+    db = tmp_path / "s.sqlite3"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as handle:
+        proc = subprocess.Popen([sys.executable, "-m", "mcplab", "serve", "stockroom", "--port", "0", "--db", str(db)],
+                                stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until(lambda: "approver token" in log.read_text() or proc.poll() is not None, 30, "the serve banner")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    line = next(line for line in log.read_text().splitlines() if "approver token" in line)
+    path = approver_token_path(db)
+    assert line.endswith(str(path)) and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert path.read_text().strip() not in log.read_text()  # where it is, never what it is
