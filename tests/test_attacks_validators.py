@@ -206,3 +206,17 @@ def test_proxy_findings_on_deep_bodies_does_not_recurse_out(depth):
 def test_normalize_headers_with_surrogates_is_not_a_crash():
     assert normalize_headers([("Mcp-Name", "\ud800")]) == {"mcp-name": ["\ud800"]}
     assert math.isnan(float("nan"))
+
+
+def test_transcripts_run_on_a_list_method_is_a_failed_case_not_a_traceback(tmp_path, capsys):
+    from mcplab.cli import main
+    from mcplab.transcript import transcripts_dir
+
+    text = (transcripts_dir() / "golden-input-required.json").read_text(encoding="utf-8")
+    hostile = text.replace('"method": "elicitation/create"', '"method": ["elicitation/create"]', 1)
+    assert hostile != text
+    path = tmp_path / "golden-input-required.json"
+    path.write_text(hostile, encoding="utf-8")
+    assert main(["transcripts", "run", "--file", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "negative-input-required-payload" in captured.out and "Traceback" not in captured.err
