@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -104,7 +106,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .outfile import OutputPathError, check_output_path
 
+    if args.evidence:
+        try:  # before the run: a device, FIFO, link or missing folder is refused, never written (issue 15)
+            check_output_path(args.evidence)
+        except OutputPathError as exc:
+            raise UsageError(f"--evidence {exc}") from None
     _print_json(run_demo(fixed_proxy=args.fixed_proxy, allow_drops=args.allow_drop, evidence_path=args.evidence))
     return 0
 
@@ -149,12 +157,32 @@ def _cmd_serve_stockroom(args: argparse.Namespace) -> int:
 
     _check_listen(args)
     db = _db_arg(args.db)
-    run_until_signal(serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
-                                     admin=False if args.no_admin else None, log_level=args.log_level,
-                                     json_response=not args.sse),
-                     lambda srv: print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True))
+    with tempfile.TemporaryDirectory(prefix="mcplab-approver-") as private:  # mode 0700
+
+        def started(srv: Any) -> None:
+            print(f"mcplab stockroom serving {srv.url}  (database: {db}; Ctrl-C stops)", flush=True)
+            print(f"approver token (for a person's 2025-11-25 answers over HTTP): {_token_file(srv, db, private)}", flush=True)
+
+        run_until_signal(serve_stockroom(db, host=args.host, port=args.port, allowed_hosts=args.allow_host,
+                                         admin=False if args.no_admin else None, log_level=args.log_level,
+                                         json_response=not args.sse), started)
     print("mcplab stockroom stopped", file=sys.stderr)
     return 0
+
+
+def _token_file(srv: Any, db: str, private: str) -> str:
+    """Where the person finds the approver token: beside the database, or (``:memory:``) a private temp file."""
+    from .stockroom.approver import approver_token_path
+    from .stockroom.ledger import MEMORY
+
+    if db != MEMORY:
+        srv.approver_token  # noqa: B018 - created now (mode 0600) so the person finds it where it is printed
+        return str(approver_token_path(db))
+    path = os.path.join(private, "approver-token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(srv.approver_token + "\n")
+    return path
 
 
 def _cmd_serve_reference(args: argparse.Namespace) -> int:
@@ -229,7 +257,9 @@ def _cmd_stockroom_decide(args: argparse.Namespace) -> int:
     db = _db_arg(args.db)
     Ledger(db, create=False).close()  # an existing stockroom database, never a new one
     with Ledger(db) as ledger:
-        answer = Stockroom(ledger).decide_approval(args.approval_id, args.decision)
+        room = Stockroom(ledger)
+        room.approver_token  # noqa: B018 - the person's credential: readable only by the stockroom's owner (issue 15)
+        answer = room.decide_approval(args.approval_id, args.decision, channel="cli")
     print(f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: {_lines_text(answer['payload']['lines'])}); "
           "the change applies when the agent retries commit_reorder with this approval_id")
     return 0

@@ -103,7 +103,8 @@ def demo_evidence(fixed_proxy: bool = False, allow_drops: Iterable[str] = ()) ->
 
     samples = _health_samples(seed=0)
     rollback = _rollback_evidence(transcripts)
-    gate = ReleaseGate(ReleasePolicy(allowed_drops=tuple(allow), trusted_signers={DEMO_SIGNER: _DEMO_KEY}))
+    gate = ReleaseGate(ReleasePolicy(allowed_drops=tuple(allow), trusted_signers={DEMO_SIGNER: _DEMO_KEY},
+                                     verify_sdk_views=True))  # the demo's SDK evidence is a real observation
     decision = gate.evaluate(
         transcripts=results,
         sdk_evidence=[sdk_evidence],

@@ -16,7 +16,11 @@ breaks its method or era rules. ``.case`` is the stable case name from ``mcplab.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "PARSE_ERROR",
@@ -34,6 +38,7 @@ __all__ = [
     "TranscriptError",
     "EvidenceError",
     "http_status_for_code",
+    "nesting_is_a_violation",
 ]
 
 PARSE_ERROR = -32700
@@ -100,6 +105,20 @@ class ProtocolViolation(MCPLabError):
 
     def __repr__(self) -> str:
         return f"ProtocolViolation(code={self.code}, case={self.case!r}, message={self.message!r})"
+
+
+def nesting_is_a_violation(case: str, code: int) -> Callable[[_F], _F]:
+    """Decorate a public validator: JSON nested too deeply to check is a violation, never ``RecursionError``."""
+
+    def decorate(func: _F) -> _F:
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except RecursionError:
+                raise ProtocolViolation("the message is nested too deeply to check", code=code, case=case) from None
+        return checked  # type: ignore[return-value]
+    return decorate
 
 
 class TranscriptError(MCPLabError, ValueError):

@@ -11,11 +11,11 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .errors import EvidenceError
+from .outfile import write_regular_file
 from .redaction import redact
 
 __all__ = ["canonical_json", "evidence_digest", "write_evidence"]
@@ -29,9 +29,16 @@ def canonical_json(obj: Any) -> bytes:
     bytes or other objects.
     """
     _check_json(obj, "$")
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _utf8(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 bytes; a lone surrogate (``"\\ud800"``, which JSON text may spell) is not JSON data: EvidenceError."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EvidenceError(f"evidence is not JSON: a string holds a lone surrogate "
+                            f"({text[exc.start]!r}), which has no UTF-8 form") from None
 
 
 def evidence_digest(evidence: Any) -> str:
@@ -42,29 +49,17 @@ def evidence_digest(evidence: Any) -> str:
 def write_evidence(path: str | os.PathLike[str], evidence: Any) -> Path:
     """Write redacted evidence as indented JSON with sorted keys, atomically; return the path.
 
-    Parent directories are created. The text is written to a temporary file in the same
-    directory and moved over ``path`` with :func:`os.replace`, so a reader sees the old file or
-    the complete new one, never a partial write.
+    Only a regular file is written (see :func:`~mcplab.outfile.write_regular_file`): a device,
+    FIFO, symbolic link or directory at ``path``, or a missing folder, raises
+    :class:`~mcplab.outfile.OutputPathError` naming ``path``. The text goes to a temporary file in
+    the same folder and is moved over ``path`` with :func:`os.replace`, so a reader sees the old
+    file or the complete new one, never a partial write.
     """
-    target = Path(path)
     redacted = redact(evidence)
     _check_json(redacted, "$")
     text = json.dumps(redacted, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+    _utf8(text)  # a lone surrogate is EvidenceError before any file is touched
+    return write_regular_file(path, text)
 
 
 def _check_json(obj: Any, path: str) -> None:

@@ -13,7 +13,7 @@ import binascii
 import re
 from collections.abc import Iterable, Mapping
 
-from .errors import HEADER_MISMATCH, ProtocolViolation
+from .errors import HEADER_MISMATCH, INVALID_PARAMS, ProtocolViolation
 
 __all__ = [
     "HeaderInput",
@@ -104,14 +104,26 @@ def content_codings(values: Iterable[str]) -> list[str]:
 
 
 def encode_header_value(value: str) -> str:
-    """Encode ``value`` for an ``Mcp-Name``-style header, using the sentinel only where needed."""
+    """Encode ``value`` for an ``Mcp-Name``-style header, using the sentinel only where needed.
+
+    A lone surrogate (``"\\ud800"``) has no UTF-8 form, so it cannot travel in a header:
+    :class:`~mcplab.errors.ProtocolViolation` (``negative-invalid-params``).
+    """
+    try:
+        utf8 = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ProtocolViolation("a value with a lone surrogate has no UTF-8 form and cannot travel in a header",
+                                code=INVALID_PARAMS, case="negative-invalid-params") from None
+    except AttributeError:
+        raise ProtocolViolation(f"a header value is a string, got {type(value).__name__}", code=INVALID_PARAMS,
+                                case="negative-invalid-params") from None
     if (
         _VISIBLE_ASCII.fullmatch(value)
         and value == value.strip(" \t")
         and not _SENTINEL.fullmatch(value)
     ):
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    return "=?base64?" + base64.b64encode(utf8).decode("ascii") + "?="
 
 
 def decode_header_value(value: str) -> str | None:

@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import EvidenceError
+from .errors import EvidenceError, ProtocolViolation
 from .headers import media_type, normalize_headers
-from .jsonvalue import is_http_status, same_json_value
+from .jsonvalue import is_http_status, same_json_value, short_repr
 from .sse import is_event_stream, parse_sse
 
 __all__ = ["inspect_proxy", "proxy_findings", "PROXY_ISSUES"]
@@ -59,7 +59,7 @@ def _events(body: Any) -> list[tuple[str, Any]] | None:
         return None
     try:
         return [(e["event"], _parsed(e["data"])) for e in parse_sse(body)]
-    except UnicodeDecodeError:
+    except ProtocolViolation:  # not UTF-8: compared byte for byte instead
         return None
 
 
@@ -94,7 +94,7 @@ def _check_hop(hop: Any, name: str, *, response: bool) -> dict[str, list[str]]:
     if response:
         status = hop.get("status")
         if not is_http_status(status):
-            raise EvidenceError(f"{name}.status must be an HTTP status code, got {status!r}")
+            raise EvidenceError(f"{name}.status must be an HTTP status code, got {short_repr(status)}")
     if "body" not in hop:
         raise EvidenceError(f"{name} capture needs the body (None for an empty one)")
     try:

@@ -21,6 +21,7 @@ from .errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolViolation,
+    nesting_is_a_violation,
 )
 from .headers import (
     METHOD_HEADER,
@@ -33,7 +34,7 @@ from .headers import (
     normalize_headers,
     single_header,
 )
-from .jsonvalue import is_json_integer, same_json_value
+from .jsonvalue import is_json_integer, same_json_value, short_repr
 from .versions import (
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -151,7 +152,7 @@ def _envelope(message: Any) -> tuple[str, dict[str, Any]]:
         )
     if message.get("jsonrpc") != "2.0":
         raise ProtocolViolation(
-            f'request jsonrpc must be exactly "2.0", got {message.get("jsonrpc")!r}',
+            f'request jsonrpc must be exactly "2.0", got {short_repr(message.get("jsonrpc"))}',
             code=INVALID_REQUEST,
             case="negative-malformed-envelope",
         )
@@ -164,7 +165,7 @@ def _envelope(message: Any) -> tuple[str, dict[str, Any]]:
         request_id = message["id"]
         if not (isinstance(request_id, str) or is_json_integer(request_id)):
             raise ProtocolViolation(
-                f"request id must be a string or an integer, got {request_id!r}",
+                f"request id must be a string or an integer, got {short_repr(request_id)}",
                 code=INVALID_REQUEST,
                 case="negative-malformed-envelope",
             )
@@ -270,6 +271,7 @@ def missing_capabilities(declared: Any, required: Mapping[str, Any]) -> dict[str
     return missing
 
 
+@nesting_is_a_violation("negative-malformed-envelope", INVALID_REQUEST)
 def validate_request(
     body: Any,
     headers: HeaderInput = None,
@@ -309,7 +311,7 @@ def validate_request(
     meta_version = meta.get(META_PROTOCOL_VERSION)
     if meta_version is not None and header_version != meta_version:
         raise ProtocolViolation(
-            f"MCP-Protocol-Version {header_version!r} does not match params._meta version {meta_version!r}",
+            f"MCP-Protocol-Version {header_version!r} does not match params._meta version {short_repr(meta_version)}",
             code=HEADER_MISMATCH,
             case="negative-version-header-mismatch",
         )
@@ -346,6 +348,7 @@ def _retry_fault(message: str) -> ProtocolViolation:
     return ProtocolViolation(message, code=INVALID_PARAMS, case="negative-retry-mismatch")
 
 
+@nesting_is_a_violation("negative-retry-mismatch", INVALID_PARAMS)
 def validate_retry(
     original: Any, input_required: Mapping[str, Any], retry: Any, *, earlier_ids: Collection[Any] = ()
 ) -> dict[str, Any]:
@@ -360,16 +363,16 @@ def validate_retry(
     """
     original = parse_message(original)
     if not isinstance(original, dict) or not isinstance(input_required, Mapping):
-        raise TypeError("validate_retry needs the original request object and the input_required result object")
+        raise _retry_fault("validate_retry needs the original request object and the input_required result object")
     message = parse_message(retry)
     method, params = _envelope(message)
     if "id" not in message:
         raise _retry_fault("a retry is a request: it needs an id")
     for used in (original.get("id"), *earlier_ids):
         if same_json_value(message["id"], used):
-            raise _retry_fault(f"a retry needs a new JSON-RPC id; {message['id']!r} was already used in this round trip")
+            raise _retry_fault(f"a retry needs a new JSON-RPC id; {short_repr(message['id'])} was already used in this round trip")
     if method != original.get("method"):
-        raise _retry_fault(f"the retry calls {method!r}, the original request was {original.get('method')!r}")
+        raise _retry_fault(f"the retry calls {method!r}, the original request was {short_repr(original.get('method'))}")
     before_params = original.get("params") if isinstance(original.get("params"), dict) else {}
     before = {k: v for k, v in before_params.items() if k not in _RETRY_FIELDS}
     after = {k: v for k, v in params.items() if k not in _RETRY_FIELDS}
@@ -388,7 +391,7 @@ def validate_retry(
         raise _retry_fault("the retry carries a requestState the server never sent")
     wanted = input_required.get("inputRequests") or {}
     if not isinstance(wanted, Mapping):
-        raise TypeError("validate the input_required result first: its inputRequests is not an object")
+        raise _retry_fault("the input_required result's inputRequests is not an object")
     answers = params.get("inputResponses", {} if not wanted else None)
     if not isinstance(answers, dict):
         raise _retry_fault("inputResponses must be an object answering every input request")
@@ -408,9 +411,9 @@ def _check_answer(key: str, request: Any, answer: Any) -> None:
     if not (isinstance(request, Mapping) and request.get("method") == "elicitation/create"):
         return
     action = answer.get("action")
-    if action not in ELICITATION_ACTIONS:
+    if not isinstance(action, str) or action not in ELICITATION_ACTIONS:
         raise _retry_fault(
-            f"inputResponses[{key!r}].action must be one of {', '.join(sorted(ELICITATION_ACTIONS))}, got {action!r}"
+            f"inputResponses[{key!r}].action must be one of {', '.join(sorted(ELICITATION_ACTIONS))}, got {short_repr(action)}"
         )
     content = answer.get("content")
     if content is not None and not isinstance(content, dict):
@@ -418,7 +421,7 @@ def _check_answer(key: str, request: Any, answer: Any) -> None:
     schema = (request.get("params") or {}).get("requestedSchema") if isinstance(request.get("params"), Mapping) else None
     required = schema.get("required") if isinstance(schema, Mapping) else None
     if action == "accept" and isinstance(required, list):
-        missing = [name for name in required if name not in (content or {})]
+        missing = [name for name in required if not isinstance(name, str) or name not in (content or {})]
         if missing:
             raise _retry_fault(f"inputResponses[{key!r}] accepts without the required fields {missing}")
 

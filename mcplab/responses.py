@@ -20,9 +20,10 @@ from .errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolViolation,
     http_status_for_code,
+    nesting_is_a_violation,
 )
 from .headers import HeaderInput, media_type, normalize_headers
-from .jsonvalue import is_json_integer, same_json_value
+from .jsonvalue import is_json_integer, same_json_value, short_repr
 from .requests import parse_message
 from .sse import is_event_stream, parse_sse
 from .versions import check_era
@@ -34,6 +35,11 @@ _MISSING = object()
 
 def _fail(case: str, message: str) -> ProtocolViolation:
     return ProtocolViolation(message, code=INVALID_REQUEST, case=case)
+
+
+def _plain(value: Any) -> str:
+    """A method name as is (a string), anything else as :func:`short_repr` shows it."""
+    return value[:120] if isinstance(value, str) else short_repr(value)
 
 
 def is_notification(message: Any) -> bool:
@@ -65,9 +71,10 @@ def _check_error_data(error: dict[str, Any]) -> None:
 
 def _check_content_type(media: str | None) -> None:
     if media != "application/json":
-        raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {media!r}")
+        raise _fail("negative-content-type", f"a JSON-RPC response body needs Content-Type application/json, got {short_repr(media)}")
 
 
+@nesting_is_a_violation("negative-response-unparsable", INVALID_REQUEST)
 def validate_response(
     body: Any,
     request: Any = None,
@@ -120,7 +127,7 @@ def validate_response(
 def _check_envelope(response: dict[str, Any], request: Any, status: int | None, era: str, *, id_case: str) -> None:
     """jsonrpc, result XOR error, id (value and JSON type), error shape and data, HTTP status."""
     if response.get("jsonrpc", _MISSING) != "2.0" or not isinstance(response.get("jsonrpc"), str):
-        raise _fail("negative-jsonrpc-version", f'response jsonrpc must be exactly "2.0", got {response.get("jsonrpc")!r}')
+        raise _fail("negative-jsonrpc-version", f'response jsonrpc must be exactly "2.0", got {short_repr(response.get("jsonrpc"))}')
     has_result, has_error = "result" in response, "error" in response
     if has_result == has_error:
         which = "both result and error" if has_result else "neither result nor error"
@@ -131,7 +138,7 @@ def _check_envelope(response: dict[str, Any], request: Any, status: int | None, 
         if actual is _MISSING or not same_json_value(actual, expected):
             raise _fail(
                 id_case,
-                f"response id {None if actual is _MISSING else actual!r} does not equal request id {expected!r} "
+                f"response id {short_repr(None if actual is _MISSING else actual)} does not equal request id {short_repr(expected)} "
                 "in value and JSON type",
             )
     if has_error:
@@ -140,9 +147,9 @@ def _check_envelope(response: dict[str, Any], request: Any, status: int | None, 
             raise _fail("negative-error-shape", "error must be an object")
         code = error.get("code")
         if not is_json_integer(code):
-            raise _fail("negative-error-shape", f"error.code must be an integer, got {code!r}")
+            raise _fail("negative-error-shape", f"error.code must be an integer, got {short_repr(code)}")
         if not isinstance(error.get("message"), str):
-            raise _fail("negative-error-shape", f"error.message must be a string, got {error.get('message')!r}")
+            raise _fail("negative-error-shape", f"error.message must be a string, got {short_repr(error.get('message'))}")
         if era == "modern":
             _check_error_data(error)
         expected_status = http_status_for_code(code)
@@ -164,11 +171,12 @@ def _validate_stream(body: Any, request: Any, status: int | None, era: str) -> d
     """
     if status is not None and status != 200:
         raise _fail("negative-wrong-http-status", f"an event stream travels with HTTP 200, got HTTP {status}")
-    try:
-        events = parse_sse(body)
-    except UnicodeDecodeError:
-        raise _fail("negative-response-unparsable", "the event stream is not UTF-8") from None
-    meta = ((request or {}).get("params") or {}).get("_meta") if isinstance(request, dict) else None
+    if not isinstance(body, (str, bytes, bytearray)):
+        raise _fail("negative-response-unparsable",
+                    f"an event stream is text; got a parsed {type(body).__name__} under Content-Type text/event-stream")
+    events = parse_sse(body)  # not UTF-8: a negative-response-unparsable violation
+    params = request.get("params") if isinstance(request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     response: dict[str, Any] | None = None
     for index, event in enumerate(events):
@@ -179,12 +187,12 @@ def _validate_stream(body: Any, request: Any, status: int | None, era: str) -> d
             raise _fail("negative-response-unparsable", f"event {index} is not one JSON-RPC message")
         if "method" in message:
             if "id" in message and era == "modern":
-                raise _fail("negative-sse-server-request", f"event {index} is a server-to-client request ({message['method']})")
+                raise _fail("negative-sse-server-request", f"event {index} is a server-to-client request ({_plain(message['method'])})")
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
             if message["method"] == "notifications/progress" and (token is None or not same_json_value(params.get("progressToken"), token)):
                 raise _fail(
                     "negative-sse-unrelated-notification",
-                    f"event {index} reports progress for token {params.get('progressToken')!r}, the request's is {token!r}",
+                    f"event {index} reports progress for token {short_repr(params.get('progressToken'))}, the request's is {short_repr(token)}",
                 )
             continue
         if response is not None:

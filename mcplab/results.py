@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from .errors import INVALID_PARAMS, ProtocolViolation
-from .jsonvalue import is_json_integer, is_json_number
+from .errors import INVALID_PARAMS, ProtocolViolation, nesting_is_a_violation
+from .jsonvalue import is_json_integer, is_json_number, short_repr
 from .versions import TASKS_EXTENSION, check_era
 
 __all__ = [
@@ -58,9 +58,9 @@ def tasks_advertised(capabilities: Mapping[str, Any] | None) -> bool:
 
 def _check_cache_fields(result: dict[str, Any]) -> None:
     if "ttlMs" in result and not is_json_integer(result["ttlMs"]):
-        raise _fail("negative-cache-fields", f"ttlMs must be an integer, got {result['ttlMs']!r}")
+        raise _fail("negative-cache-fields", f"ttlMs must be an integer, got {short_repr(result['ttlMs'])}")
     if "cacheScope" in result and result["cacheScope"] not in ("public", "private"):
-        raise _fail("negative-cache-fields", f'cacheScope must be "public" or "private", got {result["cacheScope"]!r}')
+        raise _fail("negative-cache-fields", f'cacheScope must be "public" or "private", got {short_repr(result["cacheScope"])}')
 
 
 def _tools_list(result: dict[str, Any]) -> None:
@@ -115,13 +115,13 @@ def _completion(result: dict[str, Any]) -> None:
     if "total" in completion:
         total = completion["total"]
         if not is_json_integer(total) or total < 0:
-            raise _fail("negative-completion-payload", f"completion.total must be a non-negative integer, got {total!r}")
+            raise _fail("negative-completion-payload", f"completion.total must be a non-negative integer, got {short_repr(total)}")
         if total < len(values):
             raise _fail(
                 "negative-completion-payload", f"completion.total {total} is smaller than the {len(values)} values sent"
             )
     if "hasMore" in completion and not isinstance(completion["hasMore"], bool):
-        raise _fail("negative-completion-payload", f"completion.hasMore must be a boolean, got {completion['hasMore']!r}")
+        raise _fail("negative-completion-payload", f"completion.hasMore must be a boolean, got {short_repr(completion['hasMore'])}")
 
 
 def _discover(result: dict[str, Any]) -> None:
@@ -156,7 +156,8 @@ def _input_required(result: dict[str, Any], method: str) -> None:
         if not isinstance(requests, dict):
             raise _fail("negative-input-required-payload", "inputRequests must be an object")
         for key, request in requests.items():
-            if not isinstance(request, dict) or request.get("method") not in INPUT_REQUEST_METHODS:
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str) \
+                    or request["method"] not in INPUT_REQUEST_METHODS:
                 raise _fail(
                     "negative-input-required-payload",
                     f"inputRequests[{key!r}] must be an object whose method is one of "
@@ -182,14 +183,14 @@ def _task(result: dict[str, Any], method: str) -> None:
     task_id = result.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise _fail("negative-task-payload", "task result needs a non-empty taskId")
-    if result.get("status") not in TASK_STATUSES:
+    if not isinstance(result.get("status"), str) or result["status"] not in TASK_STATUSES:
         raise _fail(
             "negative-task-payload",
-            f"task status {result.get('status')!r} is not one of {', '.join(sorted(TASK_STATUSES))}",
+            f"task status {short_repr(result.get('status'))} is not one of {', '.join(sorted(TASK_STATUSES))}",
         )
     for key in ("createdAt", "lastUpdatedAt"):
         if not _iso8601(result.get(key)):
-            raise _fail("negative-task-payload", f"task {key} must be an ISO 8601 timestamp, got {result.get(key)!r}")
+            raise _fail("negative-task-payload", f"task {key} must be an ISO 8601 timestamp, got {short_repr(result.get(key))}")
     if "ttlMs" not in result or not (result["ttlMs"] is None or (is_json_number(result["ttlMs"]) and result["ttlMs"] >= 0)):
         raise _fail("negative-task-payload", "task result needs ttlMs: a non-negative number or null")
     if "pollIntervalMs" in result and not (is_json_number(result["pollIntervalMs"]) and result["pollIntervalMs"] > 0):
@@ -198,6 +199,7 @@ def _task(result: dict[str, Any], method: str) -> None:
         raise _fail("negative-task-payload", "statusMessage must be a string")
 
 
+@nesting_is_a_violation("negative-result-shape", INVALID_PARAMS)
 def validate_result(
     result: Any,
     era: str,
@@ -235,7 +237,7 @@ def validate_result(
         _task(result, method)
         return result_type
     if result_type not in BASE_RESULT_TYPES or (era == "legacy" and result_type != "complete"):
-        raise _fail("negative-unknown-result-type", f"resultType {result_type!r} is not known in the {era} era")
+        raise _fail("negative-unknown-result-type", f"resultType {short_repr(result_type)} is not known in the {era} era")
     if result_type == "input_required":
         _input_required(result, method)
         return result_type

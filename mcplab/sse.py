@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .errors import INVALID_REQUEST, ProtocolViolation
+
 __all__ = ["parse_sse", "is_event_stream"]
 
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -25,9 +27,20 @@ def parse_sse(body: str | bytes) -> list[dict[str, Any]]:
     """The events of a stream as ``{"event", "data", "id", "retry"}`` dicts, in order.
 
     ``event`` defaults to ``"message"``; ``id`` and ``retry`` are ``None`` when absent.
-    Raises ``UnicodeDecodeError`` for bytes that are not UTF-8.
+    Raises :class:`~mcplab.errors.ProtocolViolation` (``negative-response-unparsable``) for bytes
+    that are not UTF-8 or a body that is neither text nor bytes.
     """
-    text = body.decode("utf-8") if isinstance(body, (bytes, bytearray)) else body
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            text = bytes(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolViolation(f"the event stream is not UTF-8 (byte {exc.start})", code=INVALID_REQUEST,
+                                    case="negative-response-unparsable") from None
+    elif isinstance(body, str):
+        text = body
+    else:
+        raise ProtocolViolation(f"an event stream is text, got {type(body).__name__}", code=INVALID_REQUEST,
+                                case="negative-response-unparsable")
     if text.startswith("\ufeff"):
         text = text[1:]
     events: list[dict[str, Any]] = []

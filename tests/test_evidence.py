@@ -75,6 +75,7 @@ def test_digest_rejects_non_json():
 
 def test_write_evidence_never_writes_the_secret(tmp_path):
     target = tmp_path / "deep" / "dir" / "evidence.json"
+    target.parent.mkdir(parents=True)  # mcplab creates no folders (issue 15)
     written = write_evidence(target, EVIDENCE)
     assert written == target
     text = target.read_text(encoding="utf-8")

@@ -156,13 +156,13 @@ def test_proxy_help_names_every_mode_and_an_unknown_mode_is_exit_2(capsys):
 def test_an_unwritable_report_is_refused_before_the_run(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("x", encoding="utf-8")
-    for report, needle in ((blocker / "r.html", "cannot create its directory"), (tmp_path, "is a directory")):
+    for report, needle in ((blocker / "r.html", "does not exist"), (tmp_path, "is a directory")):
         # the URL answers nothing: the run would fail differently, so the report was checked first
         assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(report)]) == 2
         err = capsys.readouterr().err.strip()
         assert "--report" in err and needle in err and "\n" not in err
     assert main(["check", "--url", "http://127.0.0.1:9/mcp", "--report", str(tmp_path / "new" / "dir" / "r.html")]) == 2
-    assert "nothing answers" in capsys.readouterr().err  # a missing directory is created, as the report writer does
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "new").exists()  # never created (issue 15)
 
 
 @pytest.mark.parametrize("status, body, media, said", [

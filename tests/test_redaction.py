@@ -45,7 +45,7 @@ MARKER = "S3CR3T"
 
 def test_family_table_is_covered():
     assert set(FAMILY_WORDS) == set(SECRET_KEY_FAMILIES)
-    assert REDACTION_RULES_VERSION == 2
+    assert REDACTION_RULES_VERSION == 3
 
 
 def _case(word: str, style: str) -> str:
@@ -226,10 +226,10 @@ def test_input_is_not_mutated(doc):
 
 
 def test_secret_of_any_type_is_replaced_whole():
-    doc = {"auth": {"clientSecret": {"nested": ["x", 1]}, "password": 1234, "token": None}}
-    assert redact(doc) == {"auth": {"clientSecret": REDACTED, "password": REDACTED, "token": REDACTED}}
+    doc = {"settings": {"clientSecret": {"nested": ["x", 1]}, "password": 1234, "token": None}}
+    assert redact(doc) == {"settings": {"clientSecret": REDACTED, "password": REDACTED, "token": REDACTED}}
     assert redaction_paths(doc) == [
-        "$.auth.clientSecret", "$.auth.password", "$.auth.token",
+        "$.settings.clientSecret", "$.settings.password", "$.settings.token",
     ]
 
 
@@ -264,9 +264,11 @@ def test_url_query_and_fragment_parameters():
         assert secret not in out["url"]
 
 
-def test_non_url_strings_and_bytes_are_kept():
+def test_bytes_are_kept_but_text_and_other_schemes_are_redacted():
+    """Rules version 3: a secret pair in prose and a non-http URL are redacted too; bytes stay as they are."""
     doc = {"note": "see ?token=abc", "raw": b"token=abc", "ftp": "ftp://h/?token=a"}
-    assert redact(doc) == doc
+    assert redact(doc) == {"note": "see ?token=[REDACTED]", "raw": b"token=abc", "ftp": "ftp://h/?token=%5BREDACTED%5D"}
+    assert redaction_paths(doc) == ["$.note", "$.ftp?token"]
 
 
 def test_paths_name_awkward_keys():

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mcplab.errors import EvidenceError
+from mcplab.evidence import evidence_digest
 from mcplab.release import (
     ROLLBACK_PIN_FIELDS,
     HealthPolicy,
@@ -47,7 +48,6 @@ def rollback_evidence(**overrides):
         "acceptanceEvidence": {"transcriptsPassed": 15, "transcriptsTotal": 15, "digest": "cd" * 32},
         "artifactSha256": "01" * 32,
         "descriptorSha256": "23" * 32,
-        "acceptanceSha256": "45" * 32,
         "registryState": "active",
         "health": {"healthy": True, "reasons": []},
         "routeRestoration": ["route 100% of traffic to 1.4.2", "confirm health window"],
@@ -55,6 +55,8 @@ def rollback_evidence(**overrides):
         "expiresAt": (NOW + timedelta(days=1)).isoformat(),
     }
     evidence.update(overrides)
+    if "acceptanceSha256" not in overrides:  # tied to the acceptance evidence (issue 15)
+        evidence["acceptanceSha256"] = evidence_digest(evidence["acceptanceEvidence"])
     return sign_rollback_evidence(evidence, "release-controller", KEY)
 
 
@@ -276,7 +278,7 @@ def test_inexact_versions_fail(version):
     assert len(problems) == 1 and problems[0].startswith("version:")
 
 
-@pytest.mark.parametrize("version", ["1.4.2", "v2.0.0-rc.1", "2026.07.28+build.7", "sha-0ab1c2"])
+@pytest.mark.parametrize("version", ["1.4.2", "v2.0.0-rc.1", "2026.07.28+build.7", "2.0.0rc1"])
 def test_exact_versions_pass(version):
     assert rollback_evidence_ready(rollback_evidence(version=version), SIGNERS, NOW)
 
@@ -327,6 +329,7 @@ def test_every_problem_is_listed():
 
 TRANSCRIPTS = [{"name": "golden-modern-discover", "passed": True},
                {"name": "negative-header-body-mismatch", "passed": True}]
+SUITE = ("golden-modern-discover", "negative-header-body-mismatch")
 LIST = {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "private"}
 CLEAN_SDK = {"label": "golden-modern-list", "raw": LIST, "view": dict(LIST)}
 LOSSY_SDK = {"label": "golden-additive-field", "raw": {**LIST, "futureHint": {"mode": "new"}}, "view": dict(LIST)}
@@ -339,7 +342,8 @@ BAD_PROXY = {**CLEAN_PROXY, "label": "collapsing", "egress": {"status": 500, "he
 
 
 def gate(**policy):
-    return ReleaseGate(ReleasePolicy(trusted_signers=SIGNERS, **policy))
+    """A gate whose suite is the two verdicts below (the shipped suite is the default; issue 15)."""
+    return ReleaseGate(ReleasePolicy(trusted_signers=SIGNERS, **{"suite": SUITE, **policy}))
 
 
 def decide(g=None, **overrides):
@@ -405,7 +409,7 @@ def test_missing_health_blocks():
 def test_failed_transcripts_are_named():
     transcripts = [*TRANSCRIPTS, {"name": "negative-unknown-result-type", "passed": False},
                    {"name": "negative-jsonrpc-version", "passed": False}]
-    result = decide(transcripts=transcripts)
+    result = decide(gate(suite=[t["name"] for t in transcripts]), transcripts=transcripts)
     assert result["reasons"] == ["transcripts failed: negative-unknown-result-type, negative-jsonrpc-version"]
 
 

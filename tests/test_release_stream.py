@@ -20,6 +20,7 @@ from mcplab import (
     evaluate_health,
     sign_rollback_evidence,
 )
+from mcplab.evidence import evidence_digest
 from mcplab.live.proxy import serve_proxy
 from mcplab.stockroom import SEED_ITEMS, serve_stockroom, stream_health_window
 
@@ -45,10 +46,11 @@ def target(version: str, health: dict) -> dict:
     evidence = {
         "version": version,
         "acceptanceEvidence": {"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "cd" * 32},
-        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32, "acceptanceSha256": "45" * 32,
+        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32,
         "registryState": "active", "health": health, "routeRestoration": [f"route 100% to {version}"],
         "issuedAt": (NOW - timedelta(hours=1)).isoformat(), "expiresAt": (NOW + timedelta(days=1)).isoformat(),
     }
+    evidence["acceptanceSha256"] = evidence_digest(evidence["acceptanceEvidence"])  # tied to it (issue 15)
     return sign_rollback_evidence(evidence, "release-controller", SIGNERS["release-controller"])
 
 

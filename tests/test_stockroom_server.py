@@ -34,7 +34,7 @@ def server():
 
 @pytest.fixture(params=ERAS)
 def client(server, request):
-    with StockroomClient(server.url, era=request.param) as c:
+    with StockroomClient(server.url, era=request.param, approver_token=server.approver_token) as c:
         c.reset()
         yield c
 
@@ -252,7 +252,8 @@ def test_admin_posts_need_json(server):
 
 def test_legacy_out_of_band_approval_over_http(server):
     """The 2025-11-25 agent gets an approval id; a person approves through the admin route; the retry applies."""
-    with StockroomClient(server.url, era="legacy") as agent, StockroomClient(server.url) as person:
+    with StockroomClient(server.url, era="legacy") as agent, \
+            StockroomClient(server.url, approver_token=server.approver_token) as person:
         agent.reset()
         agent.draft_reorder()
         pending = agent.commit_reorder(RESTOCK)
@@ -298,6 +299,11 @@ def test_get_mcp_is_405_not_a_stream_that_never_ends(server, version):
 ADMIN_POSTS = ["/stockroom/reset", "/stockroom/approvals/AP-0123456789ab"]
 
 
+def person(server) -> dict[str, str]:
+    """A person's JSON POST headers: an approval answer needs the approver token (issue 15)."""
+    return {"Content-Type": "application/json", "Authorization": f"Bearer {server.approver_token}"}
+
+
 @pytest.mark.parametrize("path", ADMIN_POSTS)
 def test_admin_post_body_over_64_kib_is_413(server, path):
     from mcplab.stockroom.server import ADMIN_MAX_BODY_BYTES
@@ -305,11 +311,11 @@ def test_admin_post_body_over_64_kib_is_413(server, path):
     big = json.dumps({"action": "accept", "pad": "x" * ADMIN_MAX_BODY_BYTES}).encode()
     with StockroomClient(server.url) as client, httpx.Client() as http:
         before = client.snapshot()
-        reply = http.post(server.base_url + path, content=big, headers={"Content-Type": "application/json"})
+        reply = http.post(server.base_url + path, content=big, headers=person(server))
         assert reply.status_code == 413 and str(ADMIN_MAX_BODY_BYTES) in reply.json()["error"]
         # without a Content-Length (chunked): the read itself stops at the limit
         chunked = http.post(server.base_url + path, content=iter([big[:40_000], big[40_000:]]),
-                            headers={"Content-Type": "application/json"})
+                            headers=person(server))
         assert "content-length" not in chunked.request.headers and chunked.status_code == 413
         assert client.snapshot() == before
 
@@ -318,7 +324,7 @@ def test_admin_post_body_over_64_kib_is_413(server, path):
 def test_admin_post_deeply_nested_json_is_400_not_500(server, path):
     deep = b'{"action":' + b"[" * 20_000 + b"]" * 20_000 + b"}"
     with httpx.Client() as http:
-        reply = http.post(server.base_url + path, content=deep, headers={"Content-Type": "application/json"})
+        reply = http.post(server.base_url + path, content=deep, headers=person(server))
         assert reply.status_code == 400 and "nested too deeply" in reply.json()["error"]
         # the server is still fine
         assert http.get(server.base_url + "/stockroom/ledger").status_code == 200
@@ -327,5 +333,5 @@ def test_admin_post_deeply_nested_json_is_400_not_500(server, path):
 def test_admin_decision_needs_a_json_object(server):
     with httpx.Client() as http:
         reply = http.post(server.base_url + "/stockroom/approvals/AP-0123456789ab", content=b"[1]",
-                          headers={"Content-Type": "application/json"})
+                          headers=person(server))
     assert reply.status_code == 400 and "JSON object" in reply.json()["error"]

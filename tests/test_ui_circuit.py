@@ -260,7 +260,7 @@ def test_an_answer_after_a_reset_elsewhere_is_an_outcome_in_the_result_area():
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_the_approve_scenario_against_a_real_server(era):
     with serve_stockroom() as srv:
-        client = StockroomClient(srv.url, era=era)
+        client = StockroomClient(srv.url, era=era, approver_token=srv.approver_token)
         try:
             panel = CircuitPanel(client)
             check_approve_scenario(panel)

@@ -92,7 +92,7 @@ class Connection(ABC):
 class HttpConnection(Connection):
     """Any MCP server over Streamable HTTP: ``HttpConnection("http://127.0.0.1:8765/mcp", era="legacy")``."""
 
-    def __init__(self, url: str, *, era: str = "modern", timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, era: str = "modern", timeout: float = 10.0, approver_token: str | None = None) -> None:
         try:
             parts = urlsplit(url) if isinstance(url, str) else None
         except ValueError:  # e.g. an unclosed IPv6 bracket
@@ -101,7 +101,8 @@ class HttpConnection(Connection):
             raise FlightDeckError(f"url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
         self.era = check_era(era)
         self.where = url
-        self.api = self.client = StockroomClient(url, era=self.era, timeout=timeout)
+        self.api = self.client = StockroomClient(url, era=self.era, timeout=timeout,
+                                                     approver_token=approver_token)
 
     def close(self) -> None:
         self.client.close()

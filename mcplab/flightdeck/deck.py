@@ -55,8 +55,10 @@ class FlightDeck:
         self.connection = connection
 
     @classmethod
-    def connect(cls, url: str, *, era: str = "modern", timeout: float = 10.0) -> FlightDeck:
-        return cls(HttpConnection(url, era=era, timeout=timeout))
+    def connect(cls, url: str, *, era: str = "modern", timeout: float = 10.0,
+                approver_token: str | None = None) -> FlightDeck:
+        """Flight Deck over HTTP; ``approver_token`` lets a 2025-11-25 run's ``approver`` answer out of band."""
+        return cls(HttpConnection(url, era=era, timeout=timeout, approver_token=approver_token))
 
     @classmethod
     def in_process(cls, stockroom: Stockroom | None = None) -> FlightDeck:

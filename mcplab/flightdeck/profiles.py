@@ -227,7 +227,7 @@ class StockroomProfile(DescriptorProfile):
             return {"kind": "elicitation", "method": "elicitation/create", "mode": "form", "input_request_key": APPROVAL_KEY,
                     "answered_by": "the user, in the client's form; the retry carries inputResponses and the sealed requestState"}
         return {"kind": "out_of_band", "error": LEGACY_APPROVAL_ERROR, "answered_by": "a person in the stockroom (circuit "
-                "panel, 'mcplab stockroom approve|reject', POST /stockroom/approvals/{id}); the retry carries approval_id"}
+                "panel or 'mcplab stockroom approve|reject', with the approver's own credential); the retry carries approval_id"}
 
     # proof -------------------------------------------------------------------------------------------
     def postcondition_plan(self, name: str, policy: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ..bounded import BodyTooLarge, read_reply
 from ..cases import CASES
 from ..era import select_era
 from ..errors import EvidenceError, MCPLabError
+from ..redaction import handed_secrets
 from ..requests import build_request
 from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
@@ -63,6 +64,9 @@ class CheckResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     probes: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    #: The secrets the user handed in (header values, URL userinfo, secret query values), as
+    #: :func:`~mcplab.redaction.handed_secrets` lists them: scrubbed from every output, never output.
+    handed: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def count(self, column: str, status: str) -> int:
         return sum(1 for row in self.rows if row.get(column) and row[column]["status"] == status)
@@ -336,7 +340,8 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
     with capture_client(timeout) as client:
         decision, probes = probe_era(client, url, era_mode, allow_legacy, extra, timeout)
         sessions = [(url, _open_session(client, url, decision, probes, extra))]
-        result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes])
+        result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes],
+                             handed=handed_secrets([url, via], extra))
         try:
             if via is not None:
                 result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)

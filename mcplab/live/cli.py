@@ -4,9 +4,7 @@ function, print. Registered by ``mcplab.cli`` through :func:`add_live_commands`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..era import MODES
@@ -55,16 +53,14 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
 
 
 def _report_target(path: str) -> None:
-    """Refuse a --report path that cannot be written BEFORE the run, not after it."""
-    target = Path(path)
-    if target.is_dir():
-        raise _BadInput(f"--report {path!r}: is a directory; name the HTML file to write")
+    """Refuse a --report path that cannot be written BEFORE the run, not after it: only a regular
+    file in an existing folder (no device, FIFO, link or directory; no folder is created)."""
+    from ..outfile import OutputPathError, check_output_path
+
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _BadInput(f"--report {path!r}: cannot create its directory ({exc.strerror or exc})") from None
-    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise _BadInput(f"--report {path!r}: not writable")
+        check_output_path(path)
+    except OutputPathError as exc:
+        raise _BadInput(f"--report {exc}") from None
 
 
 def _probe_answer(probe: dict[str, Any]) -> str:
@@ -88,17 +84,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
                        timeout=args.timeout, only=args.case, progress=_Bar())
     if args.report:
         write_report(args.report, result)
+    shown = redacted_result(result)  # the terminal sees only what redaction and the handed-secret scrub left
     if args.json:
-        _print_json(redacted_result(result))
+        _print_json(shown)
         return 0 if result.ok else 1
-    era = result.era
+    era = shown["era"]
     print(f"era: {era['era']} ({era['case']}): {era['reason']}")
     if era["era"] is None:
         hint = ("; if this endpoint may be 2025-11-25, pass --allow-legacy so a successful initialize can prove it"
                 if era["mode"] == "fallback" and not era["legacyAllowed"] else "")
-        print(f"no case was run: {_probe_answer(result.probes[0])}, which proves no MCP era{hint}")
-    if result.via_era is not None and result.via_era["era"] != era["era"]:
-        print(f"via proxy the era is {result.via_era['era']} ({result.via_era['case']}): the proxy changes the era decision")
+        print(f"no case was run: {_probe_answer(shown['probes'][0])}, which proves no MCP era{hint}")
+    if shown["viaEra"] is not None and shown["viaEra"]["era"] != era["era"]:
+        print(f"via proxy the era is {shown['viaEra']['era']} ({shown['viaEra']['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]
     header = ["CASE", "DIRECT"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
     rows = [[row["case"], _cell_text(row["direct"])]

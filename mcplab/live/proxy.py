@@ -28,6 +28,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -40,7 +41,7 @@ from urllib.parse import urlsplit
 import httpx
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -80,6 +81,8 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: How long the proxy waits on the origin (connect, each read) before it answers 504.
 UPSTREAM_TIMEOUT_SECONDS = 30.0
+#: One line per client that went away mid-body, in uvicorn's error log (never an ASGI traceback).
+_log = logging.getLogger("uvicorn.error")
 
 
 class ProxyError(MCPLabError):
@@ -197,7 +200,9 @@ class _EventRewriter:
 
 class _Records:
     """The recorded exchanges, bounded by count and by body bytes (oldest dropped first; the newest
-    is always kept). A body grows as a list of chunks and is joined once, when it is served."""
+    is always kept). Bodies are held as the bytes received, once (the request body the ingress and
+    the origin's request share is one object, counted once); a response body grows as a list of
+    chunks. Both become text or base64 only when a record is served."""
 
     def __init__(self) -> None:
         self._entries: OrderedDict[int, dict[str, Any]] = OrderedDict()
@@ -227,10 +232,12 @@ class _Records:
     @staticmethod
     def served(entry: dict[str, Any]) -> dict[str, Any]:
         """The JSON form of ``entry``: its chunk lists joined into recorded bodies."""
-        out = {key: value for key, value in entry.items() if key != "origin"}
+        out = {key: value for key, value in entry.items() if key not in ("origin", "ingress")}
+        out["ingress"] = {**entry["ingress"], "body": _body_record(entry["ingress"]["body"])}
         origin = entry.get("origin")
         if isinstance(origin, dict):
-            out["origin"] = {key: value for key, value in origin.items() if key != "chunks"}
+            out["origin"] = {key: value for key, value in origin.items() if key not in ("chunks", "request")}
+            out["origin"]["request"] = {**origin["request"], "body": _body_record(origin["request"]["body"])}
             if "chunks" in origin:
                 out["origin"]["body"] = _body_record(b"".join(origin["chunks"]))
         return out
@@ -317,14 +324,21 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         except BodyTooLarge:
             return Response(f"request body over {MAX_REQUEST_BYTES // 2**20} MiB: not forwarded\n", status_code=413,
                             media_type="text/plain")
+        except ClientDisconnect:  # nobody is left to answer: one line in the log, nothing forwarded
+            _log.warning("mcplab proxy: the client disconnected mid-body (%s %s); nothing was forwarded",
+                         request.method, request.url.path[:200])
+            return Response(status_code=400)
         client = state["client"]
         number = next(numbers)
         ingress = _pairs(request.headers.raw)
-        target = origin + request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        # the request target as received: %2F stays %2F (request.url.path is decoded)
+        raw_path = request.scope.get("raw_path") or request.url.path.encode("utf-8")
+        query = request.scope.get("query_string", b"")
+        target = origin + raw_path.decode("latin-1") + (f"?{query.decode('latin-1')}" if query else "")
         outgoing = client.build_request(request.method, target, headers=_forwardable(ingress), content=body)
         entry: dict[str, Any] = {"number": number, "mode": mode if egress is None else "egress", "complete": False,
                                  "ingress": {"method": request.method, "path": request.url.path, "headers": ingress,
-                                             "body": _body_record(body)}}
+                                             "body": body}}
         records.add(number, entry)
         records.grew(number, len(body))
         try:
@@ -339,7 +353,7 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         chunks: list[bytes] = []
         held = 0  # body bytes in ``chunks``
         origin_hop: dict[str, Any] = {"status": answer.status_code, "headers": headers, "chunks": chunks,
-                                      "request": {"headers": _pairs(outgoing.headers.raw), "body": _body_record(body)}}
+                                      "request": {"headers": _pairs(outgoing.headers.raw), "body": body}}
         entry["origin"] = origin_hop
         passed_on = _forwardable(headers) + [(EXCHANGE_HEADER, str(number))]
         stream = is_event_stream(answer.headers.get("content-type"))

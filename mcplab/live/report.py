@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..redaction import REDACTED, redact
+from ..outfile import write_regular_file
+from ..redaction import REDACTED, redact, scrub_handed
 from .check import CheckResult
 
 __all__ = ["render_report", "write_report", "redacted_result"]
@@ -53,7 +54,9 @@ def redacted_result(result: CheckResult) -> dict[str, Any]:
         if password:
             replaced.update({password: REDACTED, unquote(password): REDACTED})
     pairs = sorted(((old, new) for old, new in replaced.items() if len(old) >= _MIN_SCRUBBED), key=lambda p: -len(p[0]))
-    return _scrub(redacted, pairs) if pairs else redacted
+    scrubbed = _scrub(redacted, pairs) if pairs else redacted
+    # what the user handed in, wherever a server echoed it (without its "Bearer ", in a message...)
+    return scrub_handed(scrubbed, result.handed)
 
 
 def _spellings(value: Any) -> list[str]:
@@ -166,8 +169,8 @@ def render_report(result: CheckResult) -> str:
 
 
 def write_report(path: str | os.PathLike[str], result: CheckResult) -> Path:
-    """Write the HTML matrix to ``path`` (parents created) and return the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(result), encoding="utf-8")
-    return target
+    """Write the HTML matrix to the regular file ``path`` (atomically; its folder must exist) and return the path.
+
+    Raises :class:`~mcplab.outfile.OutputPathError` for a device, FIFO, link or directory there.
+    """
+    return write_regular_file(path, render_report(result), new_mode=0o644)

@@ -67,8 +67,11 @@ class StockroomClient(StockroomAPI):
     """
 
     def __init__(self, url: str, *, era: str = "modern", client_capabilities: dict[str, Any] | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, approver_token: str | None = None) -> None:
         self.url = url
+        #: The person's credential for :meth:`decide_approval` (``RunningServer.approver_token`` or the
+        #: ``<db>.approver-token`` file); an agent's client has none, and the server refuses it.
+        self._approver_token = approver_token
         self.era = check_era(era)
         self.client_capabilities = {"elicitation": {"form": {}}} if client_capabilities is None else client_capabilities
         self.history: deque[dict[str, Any]] = deque(maxlen=_HISTORY)
@@ -150,7 +153,7 @@ class StockroomClient(StockroomAPI):
             return reply.json()
         except RecursionError:
             raise StockroomConnectionError(f"{self.url}: the answer is JSON nested too deeply to read") from None
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, ProtocolViolation):
             raise StockroomConnectionError(
                 f"{self.url} answered HTTP {reply.status_code} with a body that is not JSON-RPC "
                 f"({media or 'no content type'}): is this an MCP endpoint?") from None
@@ -197,11 +200,14 @@ class StockroomClient(StockroomAPI):
         return outcome
 
     # admin routes (course conveniences, not MCP) ----------------------------------------------
-    def _admin(self, method: str, path: str, json: Any = None) -> Any:
+    def _admin(self, method: str, path: str, json: Any = None, headers: dict[str, str] | None = None) -> Any:
         where = self.base_url + path
-        reply = self._send(method, where, json=json)
+        reply = self._send(method, where, json=json, headers=headers)
         if reply.status_code == 404:
             raise StockroomConnectionError(f"{where}: this server has no admin routes (started with admin off)")
+        if reply.status_code == 403 and path.startswith("/stockroom/approvals/"):
+            raise ApprovalError("the server refused the answer: approving needs the approver token "
+                                "(StockroomClient(url, approver_token=...)); an agent never has it")
         if reply.status_code == 409:
             refusal = self._json_of(reply, where)
             error = refusal.get("error") if isinstance(refusal, dict) else None
@@ -216,8 +222,12 @@ class StockroomClient(StockroomAPI):
     def drafts(self) -> list[dict[str, Any]]:
         return self._admin("GET", "/stockroom/drafts")
 
-    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
-        return self._admin("POST", f"/stockroom/approvals/{approval_id}", json={"action": action})
+    def decide_approval(self, approval_id: str, action: str, *, channel: str = "api") -> dict[str, Any]:
+        """A person's answer over HTTP, authenticated with the approver token (the trace says ``http``,
+        or ``panel/http`` from the circuit panel)."""
+        headers = {"Authorization": f"Bearer {self._approver_token}"} if self._approver_token else {}
+        body = {"action": action, **({"via": "panel"} if channel == "panel" else {})}
+        return self._admin("POST", f"/stockroom/approvals/{approval_id}", json=body, headers=headers)
 
     def pending_approvals(self) -> list[dict[str, Any]]:
         return self._admin("GET", "/stockroom/approvals")

@@ -128,8 +128,10 @@ class StockroomAPI(ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot observe drafts")
 
     @abstractmethod
-    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
-        """A person's out-of-band answer (``accept``/``decline``) to a pending 2025-11-25 approval."""
+    def decide_approval(self, approval_id: str, action: str, *, channel: str = "api") -> dict[str, Any]:
+        """A person's out-of-band answer (``accept``/``decline``) to a pending 2025-11-25 approval.
+
+        ``channel`` names where the person answered (``api``, ``panel``...): the trace records it."""
 
     @abstractmethod
     def audit(self) -> tuple[list[dict[str, Any]], list[str]]:
@@ -157,7 +159,7 @@ class StockroomAPI(ABC):
         """The first round of a commit: normally an outcome that :attr:`~ToolOutcome.asks_approval`."""
         return self.call_tool("commit_reorder", payload)
 
-    def answer(self, pending: ToolOutcome, action: str, note: str | None = None) -> ToolOutcome:
+    def answer(self, pending: ToolOutcome, action: str, note: str | None = None, *, channel: str = "api") -> ToolOutcome:
         """Answer a pending approval with ``accept``, ``decline`` or ``cancel`` (a retry of the same call)."""
         if not pending.asks_approval:
             raise ValueError("this outcome is not waiting for approval")
@@ -169,14 +171,14 @@ class StockroomAPI(ABC):
                                   request_state=pending.request_state)
         # 2025-11-25: the person answers out of band (never through the agent), then the agent retries
         approval_id = (pending.structured or {}).get("approval_id")
-        self.decide_approval(approval_id, "accept" if action == "accept" else "decline")
+        self.decide_approval(approval_id, "accept" if action == "accept" else "decline", channel=channel)
         return self.call_tool(pending.tool, {**pending.arguments, "approval_id": approval_id})
 
-    def approve(self, pending: ToolOutcome, note: str | None = None) -> ToolOutcome:
-        return self.answer(pending, "accept", note)
+    def approve(self, pending: ToolOutcome, note: str | None = None, *, channel: str = "api") -> ToolOutcome:
+        return self.answer(pending, "accept", note, channel=channel)
 
-    def reject(self, pending: ToolOutcome) -> ToolOutcome:
-        return self.answer(pending, "decline")
+    def reject(self, pending: ToolOutcome, *, channel: str = "api") -> ToolOutcome:
+        return self.answer(pending, "decline", channel=channel)
 
     def _structured(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = self.call_tool(name, arguments).raise_for_error()

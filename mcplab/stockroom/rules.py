@@ -19,6 +19,8 @@ from typing import Any
 
 from ..errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, MCPLabError
 from ..evidence import canonical_json
+from ..jsonvalue import without_lone_surrogates
+from .approver import APPROVAL_CHANNELS, load_approver_token, new_approver_token, same_token
 from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines, tool_descriptor
 from .gate import APPROVAL_TTL_SECONDS, StateRejected, open_state, payload_digest, seal_state
 from .ledger import MEMORY, Ledger
@@ -150,11 +152,14 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
 def _trace_safe(value: Any) -> Any:
     """``value`` as the trace stores it: itself when small, plain JSON and shallow; else a bounded summary.
 
-    The summary keeps the size and SHA-256 of the canonical form, so the record still identifies
-    exactly what was sent without storing it.
+    Lone surrogates in strings become U+FFFD (they cannot be UTF-8), so a note or a key a client
+    sent never turns a record, or an applied commit's lines, into ``omitted``. The summary keeps the
+    size and SHA-256 of the canonical form, so the record still identifies exactly what was sent
+    without storing it.
     """
     if _depth_exceeds(value, TRACE_MAX_DEPTH):
         return {"omitted": f"nested deeper than {TRACE_MAX_DEPTH} levels"}
+    value = without_lone_surrogates(value)  # client text must never cost a record its facts (issue 15)
     try:
         text = canonical_json(value)
     except (ValueError, TypeError, RecursionError):
@@ -180,6 +185,7 @@ class Stockroom(StockroomAPI):
         self.era = era
         self.client_capabilities = {"elicitation": {"form": {}}} if client_capabilities is None else client_capabilities
         self._now = now
+        self._token: str | None = None
 
     # admin ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -232,7 +238,7 @@ class Stockroom(StockroomAPI):
                 outcome.error = {"code": refusal.code, "message": str(refusal), "data": {**refusal.data, "tool": name}}
                 decision, detail = refusal.decision, outcome.error["data"]
             nonce = detail.pop("_nonce", None) if isinstance(detail, dict) else None
-            record = tx.append(era=era, tool=str(name)[:200], decision=decision, arguments=_trace_safe(arguments),
+            record = tx.append(era=era, tool=without_lone_surrogates(str(name)[:200]), decision=decision, arguments=_trace_safe(arguments),
                                detail=_trace_safe(detail))
             if nonce:
                 tx.use_approval(nonce, record.seq)
@@ -359,7 +365,7 @@ class Stockroom(StockroomAPI):
         outcome.is_error = True
         outcome.structured = {
             "ok": False, "error": LEGACY_APPROVAL_ERROR, "approval_id": approval_id,
-            "message": message + f"\nA person approves or rejects {approval_id} in the stockroom "
+            "message": message + f"\nA person approves or rejects {approval_id} out of band "
                        f"({self._approver_hint(approval_id)}); then call commit_reorder again with the same arguments "
                        f"and approval_id.",
             "payload": payload, "diff": diff,
@@ -367,9 +373,27 @@ class Stockroom(StockroomAPI):
         return "asked", {"draft_id": payload["draft_id"], "digest": digest, "approval_id": approval_id, "diff": diff}
 
     def _approver_hint(self, approval_id: str) -> str:
+        """Where a person answers; never a route the agent could call (issue 15: self-approval)."""
+        self.approver_token  # noqa: B018 - make sure the person's credential exists before anyone is asked
         if self.ledger.path == MEMORY:
-            return f"the circuit panel, or POST /stockroom/approvals/{approval_id}"
+            return "in the stockroom's circuit panel"
         return f"the circuit panel, or 'mcplab stockroom approve {approval_id} --db {self.ledger.path}'"
+
+    @property
+    def approver_token(self) -> str:
+        """The person's credential for out-of-band answers over HTTP (see :mod:`mcplab.stockroom.approver`).
+
+        Beside a database file (``<db>.approver-token``, mode 0600, created on first use); in this
+        process only for an in-memory stockroom. Never part of anything the agent is sent.
+        """
+        if self._token is None:
+            self._token = new_approver_token() if self.ledger.path == MEMORY else load_approver_token(
+                self.ledger.path, create=not self.ledger.readonly)
+        return self._token
+
+    def is_approver_token(self, presented: object) -> bool:
+        """True when ``presented`` is this stockroom's approver token (constant-time)."""
+        return same_token(presented, self.approver_token)
 
     def _settle_out_of_band(self, tx: Any, outcome: ToolOutcome, payload: dict[str, Any],
                             approval_id: str) -> tuple[str, dict[str, Any]]:
@@ -397,25 +421,29 @@ class Stockroom(StockroomAPI):
         return self._conclude(tx, outcome, payload, action,
                               {"draft_id": payload["draft_id"], "approval_id": approval_id, "action": action})
 
-    def decide_approval(self, approval_id: str, action: str) -> dict[str, Any]:
+    def decide_approval(self, approval_id: str, action: str, *, channel: str = "api") -> dict[str, Any]:
         """A person's answer to a pending 2025-11-25 approval (``accept``/``decline``), given out of band.
 
-        Recorded in the trace (``accepted``/``declined``); the ledger changes only when the agent
+        Recorded in the trace (``accepted``/``declined``) with the ``channel`` it came through (one of
+        :data:`~mcplab.stockroom.approver.APPROVAL_CHANNELS`); the ledger changes only when the agent
         retries ``commit_reorder`` with the ``approval_id``. Raises :class:`ApprovalError`.
         """
         if action not in ("accept", "decline"):
-            raise ApprovalError(f"action must be 'accept' or 'decline', got {action!r}")
+            raise ApprovalError(f"action must be 'accept' or 'decline', got {str(action)[:40]!r}")
+        if channel not in APPROVAL_CHANNELS:
+            raise ApprovalError(f"channel must be one of {APPROVAL_CHANNELS}, got {str(channel)[:40]!r}")
         with self.ledger.transaction() as tx:
             approval = tx.find_approval(approval_id) if isinstance(approval_id, str) else None
             if approval is None or approval["epoch"] != tx.epoch():
-                raise ApprovalError(f"no pending approval {approval_id!r} (see 'mcplab stockroom approvals')")
+                raise ApprovalError(f"no pending approval {without_lone_surrogates(str(approval_id)[:40])!r} "
+                                    "(see 'mcplab stockroom approvals')")
             if approval["status"] != "pending":
                 raise ApprovalError(f"{approval_id} was already answered ({approval['status']})")
             if approval["expires"] < self._now():
                 raise ApprovalError(f"{approval_id} expired; the agent has to ask again")
             status = "accepted" if action == "accept" else "declined"
             tx.set_approval_status(approval_id, status)
-            tx.append(era="local", tool="approval", decision=status, arguments={"approval_id": approval_id, "action": action},
+            tx.append(era="local", tool="approval", decision=status, arguments={"approval_id": approval_id, "action": action, "channel": channel},
                       detail={"draft_id": approval["draft_id"], "digest": approval["digest"]})
         return {"approval_id": approval_id, "status": status, "payload": approval["payload"]}
 

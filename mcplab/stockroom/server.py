@@ -7,7 +7,8 @@ the MRTR fields to :class:`~mcplab.stockroom.rules.Stockroom` and maps its outco
 serves 2026-07-28 and 2025-11-25. Course conveniences that are not MCP live beside it:
 ``GET /stockroom/trace``, ``GET /stockroom/ledger``, ``GET /stockroom/drafts``, ``POST /stockroom/reset``, and the
 out-of-band approvals of the 2025-11-25 path, ``GET /stockroom/approvals`` and
-``POST /stockroom/approvals/{id}`` (``admin=False`` removes them; by default they exist only on
+``POST /stockroom/approvals/{id}``, which needs the approver token as ``Authorization: Bearer``
+(see :mod:`~mcplab.stockroom.approver`; ``admin=False`` removes them; by default they exist only on
 loopback hosts, behind the same Host/Origin checks as ``/mcp``). A ``GET /mcp`` is 405: a stateless
 stockroom never pushes anything, and the SDK would otherwise hold a 2025-11-25 listen stream open
 that no event ever reaches. The admin POST bodies are read up to :data:`ADMIN_MAX_BODY_BYTES`
@@ -31,7 +32,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -75,6 +76,8 @@ async def _json_object(request: Request) -> dict[str, Any]:
         body = await read_body(request, ADMIN_MAX_BODY_BYTES)
     except BodyTooLarge as exc:
         raise _BadBody(413, str(exc)) from None
+    except ClientDisconnect:  # nobody to answer; never an ASGI traceback (issue 15)
+        raise _BadBody(400, "the client disconnected before its body ended") from None
     try:
         value = json.loads(body)
     except RecursionError:
@@ -180,9 +183,15 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
         return JSONResponse(await run(stockroom.pending_approvals))
 
     async def decide(request: Request) -> JSONResponse:
-        action = (await _json_object(request)).get("action")
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not stockroom.is_approver_token(presented.strip()):
+            return JSONResponse({"error": "a person's answer needs the approver token (Authorization: Bearer ...)"},
+                                status_code=403)
+        body = await _json_object(request)
+        channel = "panel/http" if body.get("via") == "panel" else "http"
         try:
-            return JSONResponse(await run(stockroom.decide_approval, request.path_params["approval_id"], action))
+            return JSONResponse(await run(lambda: stockroom.decide_approval(request.path_params["approval_id"],
+                                                                            body.get("action"), channel=channel)))
         except ApprovalError as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
 
@@ -240,6 +249,11 @@ class RunningServer:
     host: str
     port: int
     stockroom: Stockroom
+
+    @property
+    def approver_token(self) -> str:
+        """The person's credential for ``POST /stockroom/approvals/{id}`` (never sent to the agent)."""
+        return self.stockroom.approver_token
 
     @property
     def base_url(self) -> str:

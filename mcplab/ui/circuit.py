@@ -385,7 +385,8 @@ class CircuitPanel:
         if pending is None:
             self._result = {"exception": "ValueError", "message": "no approval is pending"}
             return
-        outcome = self.api.approve(pending) if approve else self.api.reject(pending)
+        # the panel is the person's channel: the trace records it (issue 15)
+        outcome = self.api.approve(pending, channel="panel") if approve else self.api.reject(pending, channel="panel")
         self._pending, self._diff = None, None
         self._show(outcome)
 

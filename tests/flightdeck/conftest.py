@@ -24,5 +24,5 @@ def deck(server: RunningServer, request: pytest.FixtureRequest) -> Iterator[Flig
     """A Flight Deck over HTTP in each era, on a freshly reset stockroom."""
     with StockroomClient(server.url) as admin:
         admin.reset()
-    with FlightDeck.connect(server.url, era=request.param) as d:
+    with FlightDeck.connect(server.url, era=request.param, approver_token=server.approver_token) as d:
         yield d
