@@ -433,7 +433,13 @@ def _check_origin_answer(t: Transcript, step: _Step, local: ProtocolViolation) -
     """The local verdict is not enough: the server must really have answered with the error."""
     ex, code = step.exchange, local.code
     body = ex.response_body
-    answered = body.get("error", {}).get("code") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+    parsed = body
+    if isinstance(body, (str, bytes)):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            parsed = None
+    answered = parsed["error"].get("code") if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict) else None
     if (local.case == "negative-meta-type" and answered == HEADER_MISMATCH and code != HEADER_MISMATCH and _header_differs_from_meta(ex)
             and not enforced("course-types-first", f"answered -32020 (the header differs from the mistyped _meta value), not {code}")):
         code = HEADER_MISMATCH  # no order is mandated: the header really does differ from the body

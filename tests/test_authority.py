@@ -31,7 +31,7 @@ def test_every_case_and_rule_has_an_authority():
 def test_cited_pages_and_headings_exist():
     cited = [(c.name, c.authority.where) for c in CASES.values()] + [(n, r.where) for n, r in RULES.items()]
     for name, where in cited:
-        for part in re.split(r",\s*(?=20\d\d-)", where):
+        for part in re.split(r"[,;]\s*(?=20\d\d-)", where):
             m = re.match(r"(\d{4}-\d\d-\d\d/\S+\.mdx)(?: § (.*))?$", part)
             if not m:
                 continue

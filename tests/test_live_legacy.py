@@ -64,7 +64,7 @@ def test_legacy_is_chosen_only_when_allowed_and_never_in_strict_mode(request, se
 
 def test_a_stateful_legacy_server_is_checked_inside_its_session_and_the_session_is_closed(reference_legacy):
     with serve_proxy(reference_legacy) as proxy:
-        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
+        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True, generate=False)  # the recorded suite's scope
     assert result.era["era"] == result.via_era["era"] == "legacy" and result.era["case"] == "era-fallback-legacy-proven"
     row = next(r for r in result.rows if r["applies"])
     assert [r["case"] for r in result.rows if r["applies"]] == ["golden-legacy-list", "golden-sse-stream.tool-with-progress"]
@@ -100,11 +100,11 @@ def test_the_command_line_json_and_report_name_the_legacy_era_and_how_it_was_pro
 
     page = tmp_path / "legacy.html"
     with serve_proxy(reference_legacy) as proxy:
-        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--report", str(page)]) == 0
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--report", str(page), "--recorded-only"]) == 0
         out = capsys.readouterr().out
-        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json"]) == 0
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json", "--recorded-only"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and re.search(r"golden-legacy-list +PASS +PASS +-", out)
+    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and re.search(r"golden-legacy-list +MUST +PASS +- +PASS +-", out)
     assert data["era"]["legacyEvidence"] == data["viaEra"]["legacyEvidence"] == {"kind": "initialize_success", "protocolVersion": "2025-11-25"}
     assert [(r["case"], r["change"]) for r in data["rows"] if r["applies"]] == [
         ("golden-legacy-list", None), ("golden-sse-stream.tool-with-progress", None)]
@@ -155,7 +155,7 @@ def test_each_proxy_mode_in_front_of_a_legacy_server_shows_only_its_own_issue(re
 
     for mode in PROXY_MODES:
         with serve_proxy(reference_legacy, mode) as proxy:
-            result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
+            result = run_check(reference_legacy, via=proxy.url, allow_legacy=True, generate=False)  # the proxy's faults only
         assert result.era["era"] == "legacy" and result.issues == LEGACY_ISSUES[mode], mode
         assert all(row["direct"]["status"] == "pass" for row in result.rows if row["applies"]), mode
 
