@@ -50,8 +50,8 @@ from .jsonvalue import is_http_status, is_json_integer
 from .proxy_evidence import proxy_findings
 from .requests import reject_unsolicited_retry, validate_request, validate_retry
 from .responses import MANDATED_HTTP_STATUS, is_notification, validate_response
-from .sse import is_event_stream, parse_sse
 from .results import validate_result
+from .sse import is_event_stream, parse_sse
 from .versions import ERAS, META_PROTOCOL_VERSION
 
 __all__ = [

@@ -318,7 +318,7 @@ def _resource_prompt_cases(surface: Surface) -> list[LiveCase]:
 
 def _list_cases(surface: Surface) -> list[LiveCase]:
     era, run = surface.era, []
-    for method, key, capability in _LISTS:
+    for method, _key, capability in _LISTS:
         if not _advertised(surface.capabilities, capability):
             continue
         if method != "tools/list" or era == "legacy":  # modern tools/list is golden-modern-list
