@@ -30,7 +30,7 @@ from .errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 
-__all__ = ["Authority", "Case", "CASES", "BOUNDARIES", "LEVELS", "RULES", "case_info", "enforced", "spec_rules_only"]
+__all__ = ["Authority", "Case", "CASES", "BOUNDARIES", "GENERATED_ONLY", "LEVELS", "RULES", "case_info", "enforced", "spec_rules_only"]
 
 BOUNDARIES: tuple[str, ...] = ("origin", "intermediary", "client", "serializer")
 #: Authority levels. ``MUST`` and ``schema`` fail a server; ``SHOULD``, ``MAY`` and ``course`` warn
@@ -153,6 +153,8 @@ _TABLE: tuple[Case, ...] = (
     _C("negative-unknown-method", "a method the server does not implement is not answered 404 with -32601", "origin", METHOD_NOT_FOUND),
     _C("negative-origin-not-allowed", "a request with a foreign Origin reaches a local server (not HTTP 403)", "origin"),
     _C("negative-invalid-cursor", "a list request with a cursor the server never issued is not answered -32602", "origin", INVALID_PARAMS),
+    _C("negative-unknown-resource", "resources/read of a URI the server does not have is not answered -32602 (2026-07-28)", "origin", INVALID_PARAMS),
+    _C("negative-unknown-prompt", "prompts/get of a prompt the server does not list is not answered -32602", "origin", INVALID_PARAMS),
     _C("negative-invalid-log-level", "a request whose _meta logLevel is not a log level is not answered -32602", "origin", INVALID_PARAMS),
     # era selection decisions
     _C("era-strict-modern-proven", "strict mode chose modern on proof (discover success or a modern error)"),
@@ -294,6 +296,9 @@ _AUTHORITY: dict[str, Authority] = {
     "negative-unknown-method": _must(_HTTP + " § Protocol Version Header", "a method the server does not implement gets HTTP 404 and -32601"),
     "negative-origin-not-allowed": _must(_HTTP + " § Security & Endpoint", "a present Origin that is not allowed gets HTTP 403"),
     "negative-invalid-cursor": _should(_N + "server/utilities/pagination.mdx § Error Handling", "an invalid cursor is answered -32602"),
+    "negative-unknown-resource": _must(_N + "server/resources.mdx § Error Handling",
+                                       "a resource that does not exist gets a JSON-RPC error -32602, never an empty contents array"),
+    "negative-unknown-prompt": _should(_N + "server/prompts.mdx § Error Handling", "an invalid prompt name is answered -32602"),
     "negative-invalid-log-level": _should(_N + "server/utilities/logging.mdx § Error Handling", "a logLevel that is not a log level is rejected with -32602"),
     "era-strict-modern-proven": _should(_HTTP + " § Backward Compatibility", "a recognised modern error or a discover answer proves the modern era"),
     "era-strict-unproven": _course("strict mode runs nothing without proof of 2026-07-28", "no verdict on an era not proven"),
@@ -336,8 +341,18 @@ RULES: dict[str, Authority] = {
     "should-sse-no-buffering": _should(_HTTP + " § Receiving Messages", "an SSE answer carries X-Accel-Buffering: no"),
     "should-unknown-tool-error": _should(_N + "server/tools.mdx § Error Handling", "an unknown tool is answered with a JSON-RPC error -32602"),
     "should-invalid-log-level": _should(_N + "server/utilities/logging.mdx § Error Handling", "an unknown logLevel is answered -32602"),
+    "should-unknown-resource-legacy": _should(_L + "server/resources.mdx § Error Handling",
+                                              "2025-11-25: a resource that does not exist is answered -32002 (or -32602)"),
+    "should-unknown-prompt-error": _should(_N + "server/prompts.mdx § Error Handling", "an invalid prompt name is answered -32602"),
     "should-server-info": _should(_BASE + " § _meta", "every result's _meta names the server (io.modelcontextprotocol/serverInfo)"),
 }
+
+#: Cases judged only by checks generated from what a live server declares (``mcplab.live.generated``):
+#: their request names the server's own tools, prompts or resources, so no recorded transcript holds them.
+GENERATED_ONLY: frozenset[str] = frozenset({
+    "golden-declared-method", "negative-result-schema", "negative-output-schema", "negative-invalid-arguments",
+    "negative-unknown-tool", "negative-unknown-method", "negative-origin-not-allowed", "negative-invalid-cursor",
+    "negative-unknown-resource", "negative-unknown-prompt", "negative-invalid-log-level"})
 
 #: Every case by name, each with its authority.
 CASES: dict[str, Case] = {case.name: replace(case, authority=_AUTHORITY[case.name]) for case in _TABLE}

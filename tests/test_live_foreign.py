@@ -50,7 +50,8 @@ def _assert_sound(result, deviations: set[str]) -> None:
         assert evidence["request"]["body"] is not None and evidence["response"]["status"] is not None, key
     generated = {row["name"] for row in judged.values() if row["generated"]}
     assert {"golden-modern-call", "negative-invalid-arguments", "golden-mcp-name-sentinel", "negative-unknown-method",
-            "negative-origin-not-allowed", "golden-declared-method", "negative-unsupported-version"} <= generated
+            "negative-origin-not-allowed", "golden-declared-method", "negative-unsupported-version", "negative-unknown-resource",
+            "negative-unknown-prompt", "negative-unknown-tool", "negative-invalid-cursor"} <= generated
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,9 @@ def test_the_python_sdk_server_gets_a_full_examination_and_only_its_real_deviati
     # its _meta type check comes after the header check: the course's order, a warning only
     assert [w["id"] for w in judged["negative-meta-type.version"]["direct"]["warnings"]] == ["course-types-first"]
     assert "should-unknown-tool-error" in {w["id"] for w in judged["negative-unknown-tool.gen"]["direct"]["warnings"]}
+    # an unknown prompt gets -32603 (internal error) where a SHOULD asks for -32602: a warning, not a failure
+    assert [w["id"] for w in judged["negative-unknown-prompt.gen"]["direct"]["warnings"]] == ["should-unknown-prompt-error"]
+    assert judged["negative-unknown-resource.gen"]["direct"]["status"] == "pass"
     # the tool without readOnlyHint is never called unless asked
     skipped = {row["case"]: row["reason"] for row in result.rows if not row["applies"]}
     assert "readOnlyHint" in skipped["golden-modern-call.gen-delete_everything"]

@@ -223,6 +223,27 @@ def _should_invalid_params(rule: str, request: Any, era: str, method: str, what:
     return judge
 
 
+def _unknown_resource(request: Any, era: str) -> Judge:
+    """2026-07-28: MUST -32602; 2025-11-25: an error (-32002 or -32602) SHOULD come back."""
+    def judge(capture: Capture) -> tuple[str, str, str | None]:
+        try:
+            response = _envelope(capture, request, era)
+            if "result" in response:
+                validate_result(response["result"], era, method="resources/read")
+        except ProtocolViolation as v:
+            return "fail", f"({v.case}, {v.code}): {v.message}", v.case
+        code = response["error"].get("code") if "error" in response else None
+        if era == "modern":
+            if code == INVALID_PARAMS:
+                return "pass", "an unknown resource was refused with -32602", None
+            return "fail", (f"an unknown resource was answered {'with ' + str(code) if code is not None else 'as a success'}, "
+                            "not -32602"), "negative-unknown-resource"
+        if code not in (-32002, INVALID_PARAMS):
+            enforced("should-unknown-resource-legacy", f"an unknown resource was answered {code if code is not None else 'as a success'}")
+        return "pass", f"an unknown resource: answered {code if code is not None else 'a result'}", None
+    return judge
+
+
 def _sentinel(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
@@ -300,6 +321,17 @@ def _resource_prompt_cases(surface: Surface) -> list[LiveCase]:
         uri = listed[0]["uri"]
         run.append(_build("golden-mcp-name-sentinel", f"gen-resource-{_slug(uri)}", era, "resources/read", {"uri": uri},
                           f"resources/read {uri} with Mcp-Name as a base64 sentinel", headers=_with_name_header(_sentinel(uri))))
+    if _advertised(surface.capabilities, "resources"):
+        uri = "file:///mcplab-check/no-such-resource"
+        body, _ = build_request("resources/read", {"uri": uri}, era=era, client_info=_client_info(era))
+        run.append(_build("negative-unknown-resource", "gen", era, "resources/read", {"uri": uri},
+                          f"resources/read {uri}, a resource the server does not have", judge=_unknown_resource(body, era)))
+    if _advertised(surface.capabilities, "prompts"):
+        name = "mcplab-no-such-prompt"
+        body, _ = build_request("prompts/get", {"name": name}, era=era, client_info=_client_info(era))
+        run.append(_build("negative-unknown-prompt", "gen", era, "prompts/get", {"name": name},
+                          f"prompts/get {name}, a prompt the server does not list",
+                          judge=_should_invalid_params("should-unknown-prompt-error", body, era, "prompts/get", "an unknown prompt")))
     for prompt in surface.listed("prompts")[:MAX_ITEMS]:
         name = prompt.get("name")
         if not isinstance(name, str) or not name:
