@@ -27,7 +27,7 @@ from mcplab.stockroom.server import serve_stockroom
 
 def _timed(url: str, via: str | None = None):
     started = time.perf_counter()
-    result = run_check(url, via=via)
+    result = run_check(url, via=via, generate=True)
     return result, time.perf_counter() - started
 
 

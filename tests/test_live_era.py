@@ -39,7 +39,7 @@ def test_silence_is_inconclusive_without_the_legacy_allowance(legacy_only):
 
 
 def test_an_allowed_endpoint_is_judged_legacy_after_initialize(legacy_only):
-    result = run_check(legacy_only, allow_legacy=True, generate=False)  # a toy server that exists to prove the era decision
+    result = run_check(legacy_only, allow_legacy=True)
     assert result.era["era"] == "legacy" and result.era["case"] == "era-fallback-legacy-proven"
     assert result.era["legacyEvidence"] == {"kind": "initialize_success", "protocolVersion": "2025-11-25"}
     ran = {row["case"]: row["direct"]["status"] for row in result.rows if row["applies"]}
@@ -92,7 +92,7 @@ def test_a_legacy_transcript_recorded_for_another_version_is_not_replayed_on_an_
         return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
 
     with serve_app(Starlette(routes=[Route("/mcp", mcp, methods=["POST"])]), port=0) as port:
-        result = run_check(f"http://127.0.0.1:{port}/mcp", allow_legacy=True, generate=False)  # a toy: the recorded suite only
+        result = run_check(f"http://127.0.0.1:{port}/mcp", allow_legacy=True)
     assert result.era["era"] == "legacy" and result.era["legacyEvidence"]["protocolVersion"] == "2025-06-18"
     (row,) = [r for r in result.rows if r["case"] == "golden-legacy-list"]
     # replayed as recorded it would carry MCP-Protocol-Version 2025-11-25 and be refused, blamed on the origin

@@ -61,7 +61,7 @@ def python_sdk():
 
 
 def test_the_python_sdk_server_gets_a_full_examination_and_only_its_real_deviations_fail(python_sdk):
-    result = run_check(python_sdk)
+    result = run_check(python_sdk, generate=True)
     assert result.era["era"] == "modern"
     _assert_sound(result, PYTHON_SDK_DEVIATIONS)
     judged = _judged(result)
@@ -77,18 +77,18 @@ def test_the_python_sdk_server_gets_a_full_examination_and_only_its_real_deviati
 
 
 def test_course_rules_turn_course_warnings_into_failures(python_sdk):
-    result = run_check(python_sdk, only=["negative-meta-type"], course_rules=True)
+    result = run_check(python_sdk, only=["negative-meta-type"], course_rules=True, generate=True)
     row = next(row for row in result.rows if row["case"] == "negative-meta-type.version")
     assert row["direct"]["status"] == "fail" and row["direct"]["authority"]["level"] == "course"
 
 
 def test_call_tools_all_calls_the_other_tools_too(python_sdk):
-    result = run_check(python_sdk, only=["golden-modern-call"], call_tools="all")
+    result = run_check(python_sdk, only=["golden-modern-call"], call_tools="all", generate=True)
     assert _judged(result)["golden-modern-call.gen-delete_everything-1"]["direct"]["status"] == "pass"
 
 
 def test_the_legacy_side_of_a_dual_era_server_is_judged_with_era_legacy(python_sdk):
-    result = run_check(python_sdk, era_mode="legacy")
+    result = run_check(python_sdk, era_mode="legacy", generate=True)
     assert result.era["era"] == "legacy" and result.era["mode"] == "legacy"
     assert result.era["observations"][0]["kind"] == "discover_success"  # modern was proven, and still legacy is judged
     judged = _judged(result)
@@ -99,7 +99,7 @@ def test_the_legacy_side_of_a_dual_era_server_is_judged_with_era_legacy(python_s
 
 def test_a_stream_from_the_python_sdk_is_judged_by_its_events():
     with serve_python_sdk(json_response=False) as url:
-        result = run_check(url, only=["golden-sse-stream"])
+        result = run_check(url, only=["golden-sse-stream"], generate=True)
     row = _judged(result)["golden-sse-stream.gen-count"]
     assert row["direct"]["status"] == "pass" and row["direct"]["timing"]["eventCount"] >= 4
 
@@ -129,7 +129,7 @@ def test_the_typescript_sdk_server_gets_a_full_examination_and_only_its_real_dev
     except NpmUnavailable as exc:
         pytest.skip(f"the TypeScript SDK cannot be installed here: {exc}")
     try:
-        result = run_check(url)
+        result = run_check(url, generate=True)
         assert result.era["era"] == "modern"
         _assert_sound(result, TS_SDK_DEVIATIONS)
         judged = _judged(result)
@@ -137,7 +137,7 @@ def test_the_typescript_sdk_server_gets_a_full_examination_and_only_its_real_dev
         assert [w["id"] for w in judged["negative-invalid-params"]["direct"]["warnings"]] == ["course-error-status"]
         assert judged["golden-sse-stream.gen-count"]["direct"]["status"] == "pass"  # it upgrades to SSE for progress
         assert judged["golden-completion.gen-greet"]["direct"]["status"] == "pass"
-        legacy = run_check(url, era_mode="legacy")
+        legacy = run_check(url, era_mode="legacy", generate=True)
         assert legacy.era["era"] == "legacy" and legacy.ok
     finally:
         server.__exit__(None, None, None)
@@ -171,7 +171,7 @@ def _broken_app() -> Starlette:
 
 def test_every_fault_of_a_broken_server_fails_the_check_that_names_it():
     with serve_app(_broken_app(), port=0) as port:
-        result = run_check(f"http://127.0.0.1:{port}/mcp")
+        result = run_check(f"http://127.0.0.1:{port}/mcp", generate=True)
     status = {key: row["direct"] for key, row in _judged(result).items()}
     expected = {
         "negative-origin-not-allowed.gen": "negative-origin-not-allowed",

@@ -64,7 +64,7 @@ def test_legacy_is_chosen_only_when_allowed_and_never_in_strict_mode(request, se
 
 def test_a_stateful_legacy_server_is_checked_inside_its_session_and_the_session_is_closed(reference_legacy):
     with serve_proxy(reference_legacy) as proxy:
-        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True, generate=False)  # the recorded suite's scope
+        result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
     assert result.era["era"] == result.via_era["era"] == "legacy" and result.era["case"] == "era-fallback-legacy-proven"
     row = next(r for r in result.rows if r["applies"])
     assert [r["case"] for r in result.rows if r["applies"]] == ["golden-legacy-list", "golden-sse-stream.tool-with-progress"]
@@ -155,7 +155,7 @@ def test_each_proxy_mode_in_front_of_a_legacy_server_shows_only_its_own_issue(re
 
     for mode in PROXY_MODES:
         with serve_proxy(reference_legacy, mode) as proxy:
-            result = run_check(reference_legacy, via=proxy.url, allow_legacy=True, generate=False)  # the proxy's faults only
+            result = run_check(reference_legacy, via=proxy.url, allow_legacy=True)
         assert result.era["era"] == "legacy" and result.issues == LEGACY_ISSUES[mode], mode
         assert all(row["direct"]["status"] == "pass" for row in result.rows if row["applies"]), mode
 

@@ -317,7 +317,7 @@ def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | Non
 @dataclass(frozen=True)
 class _Options:
     only: Collection[str] = ()
-    generate: bool = True
+    generate: bool = False
     call_tools: str = "read-only"
     seed: int = DEFAULT_SEED
     course_rules: bool = False
@@ -368,13 +368,14 @@ def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript
 def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", allow_legacy: bool = False,
               headers: Sequence[tuple[str, str]] = (), transcripts: Iterable[Transcript] | None = None,
               timeout: float = 10.0, only: Collection[str] = (), progress: Progress | None = None,
-              generate: bool = True, call_tools: str = "read-only", seed: int = DEFAULT_SEED,
+              generate: bool = False, call_tools: str = "read-only", seed: int = DEFAULT_SEED,
               course_rules: bool = False) -> CheckResult:
     """Probe the era, then run every applicable live case directly (and through ``via``).
 
     ``headers`` are added to every request (e.g. ``Authorization``; redacted in all evidence);
     ``only`` keeps the cases with these names (all variants). ``generate`` adds the checks built
-    from what the server declares; ``call_tools`` (``read-only`` or ``all``) says which of its tools
+    from what the server declares (``mcplab check`` does by default; the library keeps the recorded
+    suite's scope unless asked, so a lab's table stays the same); ``call_tools`` (``read-only`` or ``all``) says which of its tools
     they may call, with arguments generated from ``seed``. ``course_rules`` fails a server on the
     course's stricter rules too (otherwise they are warnings, like SHOULDs). ``era_mode`` is
     ``strict``, ``fallback`` or ``legacy`` (judge the 2025-11-25 side).
