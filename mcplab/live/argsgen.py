@@ -25,10 +25,18 @@ def _validator(schema: dict[str, Any]) -> Any:
     from jsonschema import Draft202012Validator, validators  # lazy: only the live check needs it
 
     try:
-        cls = validators.validator_for(schema, default=Draft202012Validator)
+        if "$schema" not in schema:
+            cls = Draft202012Validator  # the specification's default dialect
+        else:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # jsonschema warns about an unknown $schema
+                cls = validators.validator_for(schema, default=None)
+            if cls is None:
+                return None  # a dialect this check does not know: no guessing
         cls.check_schema(schema)
         return cls(schema)
-    except Exception:  # noqa: BLE001  # an unusable schema (unknown $schema, bad keyword value): no generation
+    except Exception:  # noqa: BLE001  # an unusable schema (unknown $schema, bad keyword value, too deep): no generation
         return None
 
 
@@ -75,8 +83,8 @@ def _value(schema: Any, rng: random.Random, depth: int) -> Any:
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return rng.choice(schema["enum"])
     for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return _value(rng.choice(schema[key]), rng, depth)
+        if isinstance(schema.get(key), list) and schema[key] and depth < MAX_DEPTH:
+            return _value(rng.choice(schema[key]), rng, depth + 1)
     if "default" in schema and rng.random() < 0.3:
         return schema["default"]
     kind = schema.get("type")
@@ -117,6 +125,15 @@ def _object(schema: dict[str, Any], rng: random.Random, depth: int) -> dict[str,
     return out
 
 
+def _accepts(validator: Any, value: Any) -> bool:
+    """``validator.is_valid`` that treats a schema failing at validation time (an unresolvable ``$ref``,
+    nesting too deep) as rejecting everything: no arguments are generated for it."""
+    try:
+        return bool(validator.is_valid(value))
+    except Exception:  # noqa: BLE001  # a hostile schema must not stop the check
+        return False
+
+
 def valid_arguments(schema: Any, count: int, seed: int) -> list[dict[str, Any]]:
     """Up to ``count`` distinct argument objects ``schema`` accepts (fewer when it accepts few or is unusable)."""
     if not isinstance(schema, dict):
@@ -128,7 +145,7 @@ def valid_arguments(schema: Any, count: int, seed: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for _ in range(MAX_TRIES):
         candidate = _object(schema, rng, 0)
-        if candidate not in found and validator.is_valid(candidate):
+        if candidate not in found and _accepts(validator, candidate):
             found.append(candidate)
             if len(found) >= count:
                 break
@@ -156,6 +173,10 @@ def invalid_arguments(schema: Any, seed: int) -> tuple[dict[str, Any], str] | No
         if wrong is not None:
             candidates.append(({**base[0], name: wrong}, f"property {name!r} given a {type(wrong).__name__} where the schema wants {kind}"))
     for candidate, why in candidates:
-        if not validator.is_valid(candidate):
+        try:
+            rejected = not validator.is_valid(candidate)
+        except Exception:  # noqa: BLE001  # see _accepts
+            return None
+        if rejected:
             return candidate, why
     return None
