@@ -132,20 +132,39 @@ def _refused_notification(case: LiveCase, capture: Capture) -> str | None:
             "there is no accepted notification to judge")
 
 
+#: Methods whose generated requests carry values the server may refuse for its own reasons (arguments,
+#: a resource gone, a capability): a valid JSON-RPC error there is no verdict on the server.
+_MAY_REFUSE = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+
+
+def _valid(case: LiveCase, capture: Capture) -> bool:
+    """The capture passes the recorded runner's judgement of its case (envelope, era, payload)."""
+    return run_transcript(live_transcript(case.template, capture)).passed
+
+
 def _needs_capability(case: LiveCase, capture: Capture) -> str | None:
-    """Why a generated golden does not apply: the server asks for a client capability this check does not
-    declare, with a valid -32021 (what the specification requires of it)."""
+    """Why a generated golden does not apply: the server refused the generated values with a valid
+    JSON-RPC error (-32021 for a client capability this check does not declare, as it must; any other
+    code for arguments or an item it will not serve)."""
+    request = case.template.exchanges[0].request
     message = _message(capture)
     error = message.get("error") if isinstance(message, dict) else None
-    if not (isinstance(error, dict) and error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY):
+    result = message.get("result") if isinstance(message, dict) else None
+    if (isinstance(result, dict) and result.get("isError") is True and isinstance(request, dict) and request.get("method") == "tools/call"
+            and _valid(case, capture)):
+        return ("the tool reported an execution error (isError: true) for these generated arguments: a valid "
+                "answer, but no evidence that the call works")
+    if not isinstance(error, dict) or not isinstance(request, dict) or request.get("method") not in _MAY_REFUSE:
         return None
     try:
-        validate_response(capture.response_body(), case.template.exchanges[0].request, status=capture.status,
-                          headers=capture.headers, era=case.template.era)
-    except Exception:  # noqa: BLE001  # a malformed -32021: the runner will say what is wrong
+        validate_response(capture.response_body(), request, status=capture.status, headers=capture.headers, era=case.template.era)
+    except Exception:  # noqa: BLE001  # a malformed error: the runner will say what is wrong
         return None
-    return (f"the server requires client capabilities {sorted((error.get('data') or {}).get('requiredCapabilities') or {})} "
-            "that this check does not declare (it answered -32021, as it must)")
+    if error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return (f"the server requires client capabilities {sorted((error.get('data') or {}).get('requiredCapabilities') or {})} "
+                "that this check does not declare (it answered -32021, as it must)")
+    return (f"the server refused the generated request with JSON-RPC error {error.get('code')} "
+            f"({str(error.get('message'))[:120]}): a valid refusal, no verdict on these values")
 
 
 def judge_capture(case: LiveCase, capture: Capture, course_rules: bool = False) -> dict[str, Any]:
