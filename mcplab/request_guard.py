@@ -5,7 +5,9 @@ Design: ``mcp`` 2.3.0 compares ``MCP-Protocol-Version`` with the body before it 
 -32602 that MISSION.md's order requires (``negative-meta-type``). The guard runs
 :func:`mcplab.requests.validate_request` on each 2026-07-28 POST and answers only the faults in
 ``GUARDED_CASES`` itself (HTTP 400, the request id, the same code and case as the recorded
-suite); every other request reaches the SDK byte for byte. A request the SDK's transport checks
+suite); every other request reaches the SDK byte for byte. It also answers a malformed envelope
+(unparsable JSON, a batch, a bad ``jsonrpc``) itself, because the SDK answers those with
+``"id": null``, which the MCP schemas' RequestId forbids: an id that cannot be read is left out. A request the SDK's transport checks
 refuse (Host, Origin, Content-Type: DNS-rebinding protection) is never judged here, so it gets the
 SDK's 421/403/400 first. Bodies above ``MAX_GUARDED_BYTES`` pass through unread.
 """
@@ -27,7 +29,8 @@ from .versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
 __all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard"]
 
 #: Faults the SDK reports under a different code because it checks them later than MISSION.md.
-GUARDED_CASES = frozenset({"negative-meta-type"})
+GUARDED_CASES = frozenset({"negative-meta-type", "negative-malformed-envelope"})
+_NO_ID = object()
 MAX_GUARDED_BYTES = 1 << 20
 
 Scope = MutableMapping[str, Any]
@@ -49,14 +52,15 @@ def guarded_violation(body: bytes, headers: list[tuple[str, str]]) -> tuple[Any,
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
-        return None  # the SDK answers parse errors the same way
-    if not _is_modern(headers, message):
+        message = body  # unparsable: validate_request names the parse error
+    if not _is_modern(headers, message if isinstance(message, dict) else None):
         return None
     try:
         validate_request(message, headers, era="modern")
     except ProtocolViolation as fault:
-        if fault.case in GUARDED_CASES and isinstance(message, dict):
-            return message.get("id"), fault
+        if fault.case in GUARDED_CASES:
+            readable = isinstance(message, dict) and isinstance(message.get("id"), (str, int)) and not isinstance(message.get("id"), bool)
+            return (message["id"] if readable else _NO_ID), fault
     return None
 
 
@@ -100,7 +104,10 @@ class RequestOrderGuard:
 
 
 async def _answer(send: Send, request_id: Any, fault: ProtocolViolation) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": fault.to_error()}).encode()
+    answer: dict[str, Any] = {"jsonrpc": "2.0", "error": fault.to_error()}
+    if request_id is not _NO_ID:
+        answer["id"] = request_id
+    body = json.dumps(answer).encode()
     await send({"type": "http.response.start", "status": fault.http_status or 400,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

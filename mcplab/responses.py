@@ -3,8 +3,11 @@
 ``jsonrpc`` is exactly "2.0"; ``id`` equals the request id in value AND JSON type (``1`` is
 not ``"1"``, ``true`` is not ``1``); exactly one of ``result``/``error``; an error has an
 integer ``code`` and a string ``message``; a modern server carries each known protocol error
-with its HTTP status (-32020/-32021/-32022/-32602/-32600/-32700 -> 400, -32601 -> 404) and a
-success with 200; a notification gets HTTP 202 and an empty body, never a JSON-RPC response.
+with its HTTP status (-32020/-32021/-32022 -> 400 and -32601 -> 404 by the specification;
+-32602/-32600/-32700 -> 400 by the course rule ``course-error-status``) and a success with 200.
+An id that could not be read is left out of the answer, never ``null`` (the schemas' RequestId is a
+string or an integer). A notification gets HTTP 202 and an empty body, never a JSON-RPC response;
+a refused one gets an error status whose body is empty or an id-less JSON-RPC error.
 A ``text/event-stream`` answer is judged event by event: related notifications, then exactly
 one response with the request's id; an event with empty data (a resumable server's priming event)
 carries no message and is skipped.
@@ -14,9 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cases import enforced
 from .errors import (
+    HEADER_MISMATCH,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolViolation,
     http_status_for_code,
@@ -28,9 +35,13 @@ from .requests import parse_message
 from .sse import is_event_stream, parse_sse
 from .versions import check_era
 
-__all__ = ["validate_response", "is_notification"]
+__all__ = ["validate_response", "is_notification", "MANDATED_HTTP_STATUS"]
 
 _MISSING = object()
+#: The statuses 2026-07-28 mandates for these codes (streamable-http.mdx § Protocol Version Header,
+#: § Server Validation; basic/index.mdx § _meta). The rest of ``http_status_for_code``'s table is a course rule.
+MANDATED_HTTP_STATUS: dict[int, int] = {HEADER_MISMATCH: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+                                        UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404}
 
 
 def _fail(case: str, message: str) -> ProtocolViolation:
@@ -98,9 +109,12 @@ def validate_response(
             request = parse_message(request)
         except ProtocolViolation:
             request = None
-        if not isinstance(request, dict):  # unreadable, or a batch: the answer carries id null
-            request = {"id": None}
+        if not isinstance(request, dict):  # unreadable, or a batch: the answer leaves the id out
+            request = {}
     if is_notification(request):
+        if status is not None and 400 <= status <= 599:
+            _check_refused_notification(body)
+            return None
         if not _is_empty(body):
             raise ProtocolViolation(
                 "a notification must get no JSON-RPC response (HTTP 202, empty body)",
@@ -124,6 +138,19 @@ def validate_response(
     return response
 
 
+def _check_refused_notification(body: Any) -> None:
+    """A refused notification: an error status, and a body that is empty or an id-less JSON-RPC error."""
+    if _is_empty(body):
+        return
+    try:
+        message = parse_message(body)
+    except ProtocolViolation:
+        return  # a plain-text error page of a refusing server is not a JSON-RPC response
+    if isinstance(message, dict) and ("id" in message or "result" in message):
+        raise ProtocolViolation("a refused notification may carry an error response without an id, never a result or an id",
+                                code=INVALID_REQUEST, case="negative-notification-answered")
+
+
 def _check_envelope(response: dict[str, Any], request: Any, status: int | None, era: str, *, id_case: str) -> None:
     """jsonrpc, result XOR error, id (value and JSON type), error shape and data, HTTP status."""
     if response.get("jsonrpc", _MISSING) != "2.0" or not isinstance(response.get("jsonrpc"), str):
@@ -132,13 +159,21 @@ def _check_envelope(response: dict[str, Any], request: Any, status: int | None, 
     if has_result == has_error:
         which = "both result and error" if has_result else "neither result nor error"
         raise _fail("negative-result-and-error", f"a response carries exactly one of result and error, got {which}")
+    actual = response.get("id", _MISSING)
+    if actual is None and isinstance(request, dict):
+        raise _fail(id_case, "response id is null: the schemas' RequestId is a string or an integer; an id that "
+                             "could not be read is left out")
     if isinstance(request, dict):
-        expected = request.get("id")
-        actual = response.get("id", _MISSING)
-        if actual is _MISSING or not same_json_value(actual, expected):
+        error_code = response["error"].get("code") if has_error and isinstance(response["error"], dict) else None
+        if "id" not in request:  # the request's id could not be read
+            if actual is not _MISSING:
+                raise _fail(id_case, f"response id {actual!r} answers a request whose id could not be read (leave it out)")
+        elif actual is _MISSING and error_code in (PARSE_ERROR, INVALID_REQUEST):
+            pass  # a server that refuses the envelope may not trust the id it holds (basic/index.mdx § Error Responses)
+        elif actual is _MISSING or not same_json_value(actual, request["id"]):
             raise _fail(
                 id_case,
-                f"response id {short_repr(None if actual is _MISSING else actual)} does not equal request id {short_repr(expected)} "
+                f"response id {short_repr(None if actual is _MISSING else actual)} does not equal request id {short_repr(request['id'])} "
                 "in value and JSON type",
             )
     if has_error:
@@ -153,7 +188,8 @@ def _check_envelope(response: dict[str, Any], request: Any, status: int | None, 
         if era == "modern":
             _check_error_data(error)
         expected_status = http_status_for_code(code)
-        if status is not None and era == "modern" and expected_status is not None and status != expected_status:
+        if (status is not None and era == "modern" and expected_status is not None and status != expected_status
+                and (code in MANDATED_HTTP_STATUS or enforced("course-error-status", f"error {code} travelled with HTTP {status}"))):
             raise _fail(
                 "negative-wrong-http-status",
                 f"protocol error {code} must travel with HTTP {expected_status}, got HTTP {status}",

@@ -6,7 +6,8 @@ permissive validator for both shapes. Unknown *fields* are additive and kept; an
 ``resultType`` is rejected. ``task`` is valid only when the tasks extension was advertised.
 A well-typed ``resultType`` never rescues a malformed method payload. ``ttlMs``/``cacheScope``
 are type-checked when present; when absent a client treats them as 0/private, so they are
-not required here.
+not required here. Rules the specification only advises (SHOULD) or the course adds go through
+``mcplab.cases.enforced``: enforced by default (the labs), waived inside ``spec_rules_only``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from .cases import enforced
 from .errors import INVALID_PARAMS, ProtocolViolation, nesting_is_a_violation
 from .jsonvalue import is_json_integer, is_json_number, short_repr
 from .versions import TASKS_EXTENSION, check_era
@@ -63,7 +65,7 @@ def _check_cache_fields(result: dict[str, Any]) -> None:
         raise _fail("negative-cache-fields", f'cacheScope must be "public" or "private", got {short_repr(result["cacheScope"])}')
 
 
-def _tools_list(result: dict[str, Any]) -> None:
+def _tools_list(result: dict[str, Any], era: str) -> None:
     tools = result.get("tools")
     if not isinstance(tools, list):
         raise _fail("negative-tools-list-payload", "tools/list result needs a tools array")
@@ -72,13 +74,18 @@ def _tools_list(result: dict[str, Any]) -> None:
         if not isinstance(tool, dict):
             raise _fail("negative-tools-list-payload", f"tools[{index}] must be an object")
         name = tool.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
+            raise _fail("negative-tools-list-payload", f"tools[{index}].name must be a string")
+        if not name and enforced("should-tool-names", f"tools[{index}].name is empty"):
             raise _fail("negative-tools-list-payload", f"tools[{index}].name must be a non-empty string")
-        if name in seen:
+        if name in seen and enforced("should-tool-names", f"tool name {name!r} appears twice"):
             raise _fail("negative-tools-list-payload", f"tool name {name!r} appears twice")
         seen.add(name)
         description = tool.get("description")
-        if not isinstance(description, str) or not description.strip():
+        if "description" in tool and not isinstance(description, str):
+            raise _fail("negative-tools-list-payload", f"tool {name!r}: description must be a string")
+        if (not isinstance(description, str) or not description.strip()) and enforced(
+                "course-tool-description", f"tool {name!r} has no useful description"):
             raise _fail("negative-tools-list-payload", f"tool {name!r} needs a useful (non-empty) description")
         schema = tool.get("inputSchema")
         if not isinstance(schema, dict) or schema.get("type") != "object":
@@ -87,7 +94,7 @@ def _tools_list(result: dict[str, Any]) -> None:
         raise _fail("negative-tools-list-payload", "nextCursor must be a string")
 
 
-def _tools_call(result: dict[str, Any]) -> None:
+def _tools_call(result: dict[str, Any], era: str) -> None:
     content = result.get("content")
     if not isinstance(content, list):
         raise _fail("negative-tools-call-payload", "tools/call result needs a content array")
@@ -96,11 +103,12 @@ def _tools_call(result: dict[str, Any]) -> None:
             raise _fail("negative-tools-call-payload", f"content[{index}] must be an object with a string type")
     if "isError" in result and not isinstance(result["isError"], bool):
         raise _fail("negative-tools-call-payload", "isError must be a boolean")
-    if "structuredContent" in result and not isinstance(result["structuredContent"], dict):
-        raise _fail("negative-tools-call-payload", "structuredContent must be an object")
+    # 2026-07-28 allows any JSON value (server/tools.mdx § Structured Content); 2025-11-25's schema an object
+    if era == "legacy" and "structuredContent" in result and not isinstance(result["structuredContent"], dict):
+        raise _fail("negative-tools-call-payload", "structuredContent must be an object in 2025-11-25")
 
 
-def _completion(result: dict[str, Any]) -> None:
+def _completion(result: dict[str, Any], era: str) -> None:
     completion = result.get("completion")
     if not isinstance(completion, dict):
         raise _fail("negative-completion-payload", "completion/complete result needs a completion object")
@@ -124,7 +132,7 @@ def _completion(result: dict[str, Any]) -> None:
         raise _fail("negative-completion-payload", f"completion.hasMore must be a boolean, got {short_repr(completion['hasMore'])}")
 
 
-def _discover(result: dict[str, Any]) -> None:
+def _discover(result: dict[str, Any], era: str) -> None:
     versions = result.get("supportedVersions")
     if not isinstance(versions, list) or not versions or not all(isinstance(v, str) for v in versions):
         raise _fail("negative-discover-payload", "server/discover result needs a non-empty supportedVersions array")
@@ -132,7 +140,7 @@ def _discover(result: dict[str, Any]) -> None:
         raise _fail("negative-discover-payload", "server/discover result needs a capabilities object")
 
 
-_COMPLETE_PAYLOADS: dict[str, Callable[[dict[str, Any]], None]] = {
+_COMPLETE_PAYLOADS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "tools/list": _tools_list,
     "tools/call": _tools_call,
     "completion/complete": _completion,
@@ -244,5 +252,5 @@ def validate_result(
     _check_cache_fields(result)
     payload = _COMPLETE_PAYLOADS.get(method)
     if payload is not None:
-        payload(result)
+        payload(result, era)
     return result_type

@@ -35,23 +35,24 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .cases import BOUNDARIES, CASES
+from .cases import BOUNDARIES, CASES, enforced
 from .errors import (
-    INVALID_REQUEST,
+    HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     EvidenceError,
     ProtocolViolation,
     TranscriptError,
     http_status_for_code,
 )
+from .headers import media_type, normalize_headers
 from .jsonvalue import is_http_status, is_json_integer
 from .proxy_evidence import proxy_findings
 from .requests import reject_unsolicited_retry, validate_request, validate_retry
-from .responses import validate_response
+from .responses import MANDATED_HTTP_STATUS, is_notification, validate_response
 from .results import validate_result
-from .versions import ERAS
+from .sse import is_event_stream, parse_sse
+from .versions import ERAS, META_PROTOCOL_VERSION
 
 __all__ = [
     "Exchange",
@@ -389,28 +390,71 @@ def _run_golden(t: Transcript) -> str:
             raise _Verdict(f"exchange {step.index}: response rejected {_describe(step.response_violation)}")
         if step.response is not None and "error" in step.response:
             raise _Verdict(f"exchange {step.index}: a golden exchange was answered with error {step.response['error']!r}")
+        if is_notification(step.request) and step.exchange.response_status != 202:
+            raise _Verdict(f"exchange {step.index}: the notification was refused with HTTP {step.exchange.response_status} "
+                           "(the transport allows refusing one); this golden case is about an accepted notification")
+        if t.name == "golden-sse-stream":
+            _require_events(step)
         last = step
     if last is not None and _asks_for_input(last.result):
         raise _Verdict("the transcript ends on input_required: the retry that completes it is missing")
     return f"accepted {len(t.exchanges)} exchange(s)"
 
 
+def _require_events(step: _Step) -> None:
+    """``golden-sse-stream``: the answer is an event stream with a related notification before the response."""
+    ex = step.exchange
+    if not is_event_stream(media_type(normalize_headers(ex.response_headers))):
+        raise _Verdict("golden-sse-stream needs an event stream; the answer is not text/event-stream")
+    events = parse_sse(ex.response_body) if isinstance(ex.response_body, (str, bytes)) else []
+    if not any('"method"' in e["data"] for e in events if e["data"].strip()):
+        raise _Verdict(f"golden-sse-stream needs related notifications before the response; the stream carried "
+                       f"{len(events)} event(s) and none was a notification")
+
+
+def _header_differs_from_meta(ex: Exchange) -> bool:
+    """True when the request's MCP-Protocol-Version header differs from its ``_meta`` version as JSON."""
+    params = ex.request.get("params") if isinstance(ex.request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    header = next((v for k, v in ex.request_headers if k.lower() == "mcp-protocol-version"), None)
+    return isinstance(meta, dict) and header is not None and meta.get(META_PROTOCOL_VERSION) != header
+
+
+def _wanted_status(t: Transcript, local: ProtocolViolation, code: int) -> int | None:
+    """The HTTP status the origin must use for ``code``: mandated ones always, the course's only when enforced."""
+    if t.era != "modern":
+        return None
+    if local.case == "negative-missing-meta-key" or code in MANDATED_HTTP_STATUS:
+        return 400 if local.case == "negative-missing-meta-key" else MANDATED_HTTP_STATUS[code]
+    return http_status_for_code(code)
+
+
 def _check_origin_answer(t: Transcript, step: _Step, local: ProtocolViolation) -> None:
     """The local verdict is not enough: the server must really have answered with the error."""
     ex, code = step.exchange, local.code
-    wanted_status = http_status_for_code(code) if t.era == "modern" else None
-    if wanted_status is not None and ex.response_status != wanted_status:
+    body = ex.response_body
+    parsed = body
+    if isinstance(body, (str, bytes)):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            parsed = None
+    answered = parsed["error"].get("code") if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict) else None
+    if (local.case == "negative-meta-type" and answered == HEADER_MISMATCH and code != HEADER_MISMATCH and _header_differs_from_meta(ex)
+            and not enforced("course-types-first", f"answered -32020 (the header differs from the mistyped _meta value), not {code}")):
+        code = HEADER_MISMATCH  # no order is mandated: the header really does differ from the body
+    wanted_status = _wanted_status(t, local, code)
+    if (wanted_status is not None and ex.response_status != wanted_status
+            and (code in MANDATED_HTTP_STATUS or local.case == "negative-missing-meta-key"
+                 or enforced("course-error-status", f"error {code} travelled with HTTP {ex.response_status}"))):
         raise _Verdict(f"the origin answered HTTP {ex.response_status}, expected HTTP {wanted_status} for {code}")
-    # An unreadable request (or one without an id) is answered with id null.
-    request = ex.request if isinstance(ex.request, dict) and "id" in ex.request else {"id": None}
-    judge = partial(validate_response, ex.response_body, status=ex.response_status, headers=ex.response_headers, era=t.era)
+    # An unreadable request (or one without an id) is answered without an id.
+    request = ex.request if isinstance(ex.request, dict) and "id" in ex.request else {}
+    judge = partial(validate_response, body, status=ex.response_status, headers=ex.response_headers, era=t.era)
     try:
         response = judge(request)
     except ProtocolViolation as v:
-        if not (v.case == "negative-id-mismatch" and code in (PARSE_ERROR, INVALID_REQUEST)):
-            raise _Verdict(f"the origin's error response is itself invalid {_describe(v)}") from None
-        # JSON-RPC lets a server answer an invalid request with id null even when the id was readable.
-        response = judge({"id": None})
+        raise _Verdict(f"the origin's error response is itself invalid {_describe(v)}") from None
     error = response.get("error")
     if not isinstance(error, dict) or error.get("code") != code:
         raise _Verdict(f"the origin did not answer with a JSON-RPC error {code}: got {response!r}")

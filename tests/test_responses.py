@@ -103,10 +103,30 @@ def test_content_type_is_checked_when_headers_are_given():
 def test_raw_requests_are_parsed_for_the_id_and_notification_checks():
     assert case_of(b'{"jsonrpc":"2.0","result":1}', b'{"jsonrpc":"2.0","method":"notifications/x"}', status=200) == "negative-notification-answered"
     assert case_of(ok(id=2), b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}') == "negative-id-mismatch"
-    # an unreadable request (or a batch) is answered with id null
-    assert validate_response(err(-32700, id=None), b"{not json", status=400)
+    # an unreadable request (or a batch) is answered without an id: the schemas' RequestId cannot be null
+    no_id = {k: v for k, v in err(-32700).items() if k != "id"}
+    assert validate_response(no_id, b"{not json", status=400)
+    assert case_of(err(-32700, id=None), b"{not json", status=400) == "negative-id-mismatch"
     assert case_of(err(-32700, id=1), b"{not json", status=400) == "negative-id-mismatch"
-    assert validate_response(err(-32600, id=None), b"[]", status=400)
+    assert validate_response({**no_id, "error": {"code": -32600, "message": "batch"}}, b"[]", status=400)
+
+
+def test_an_envelope_error_may_leave_out_an_id_it_did_not_trust():
+    # regression: a server refusing jsonrpc "1.0" with id 1 may answer without the id (never with null)
+    no_id = {k: v for k, v in err(-32600).items() if k != "id"}
+    request = {"jsonrpc": "1.0", "id": 1, "method": "tools/list"}
+    assert validate_response(no_id, request, status=400)
+    assert case_of(err(-32600, id=None), request, status=400) == "negative-id-mismatch"
+    assert case_of({k: v for k, v in err(-32602).items() if k != "id"}, request, status=400) == "negative-id-mismatch"
+
+
+def test_a_refused_notification_may_carry_an_id_less_error():
+    note = {"jsonrpc": "2.0", "method": "notifications/x"}
+    refused = {"jsonrpc": "2.0", "error": {"code": -32601, "message": "unknown notification"}}
+    assert validate_response(refused, note, status=400) is None
+    assert validate_response(None, note, status=400) is None
+    assert case_of({**refused, "id": None}, note, status=400) == "negative-notification-answered"
+    assert case_of({"jsonrpc": "2.0", "id": None, "result": None}, note, status=200) == "negative-notification-answered"
 
 
 def test_legacy_errors_need_no_modern_data():

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import __version__
-from ..errors import MCPLabError
+from ..errors import MODERN_ERROR_CODES, MCPLabError
 from ..jsonvalue import is_json_integer
 from ..stockroom.client import StockroomClient, StockroomConnectionError
 from ..stockroom.outcome import StockroomAPI
@@ -110,11 +110,15 @@ class HttpConnection(Connection):
     def discover(self) -> Discovery:
         notes: list[str] = []
         server_info = instructions = capabilities = None
+        legacy_signal = None  # server/discover failed without a recognised 2026-07-28 error: maybe a 2025-11-25 server
         if self.era == "modern":
             try:
                 response = self.client.request("server/discover")
             except StockroomConnectionError as exc:
                 response = {"error": {"message": str(exc)}}
+            error = response.get("error")
+            if "result" not in response and not (isinstance(error, dict) and error.get("code") in MODERN_ERROR_CODES):
+                legacy_signal = str(error.get("message") if isinstance(error, dict) else error)[:160]
             if isinstance(response.get("result"), dict):
                 result = response["result"]
                 capabilities, instructions = result.get("capabilities"), result.get("instructions")
@@ -123,7 +127,16 @@ class HttpConnection(Connection):
                 error = response.get("error")
                 notes.append("server/discover answered " + (f"an error: {str(error.get('message'))[:200]}" if isinstance(error, dict)
                                                              else "a result that is not an object"))
-        tools, list_meta = self._list_tools(notes)
+        hint = ("server/discover was not answered the 2026-07-28 way and no modern error came back "
+                f"({legacy_signal}): if this is a 2025-11-25 server, try --era legacy")
+        try:
+            tools, list_meta = self._list_tools(notes)
+        except StockroomConnectionError as exc:
+            if legacy_signal is not None:
+                raise StockroomConnectionError(f"{exc}; {hint}") from None
+            raise
+        if legacy_signal is not None:
+            notes.append(hint)
         if self.era == "legacy" and self.client.initialize_result:
             result = self.client.initialize_result
             server_info, instructions, capabilities = result.get("serverInfo"), result.get("instructions"), result.get("capabilities")

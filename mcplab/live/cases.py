@@ -26,7 +26,7 @@ legacy era only the stream case is built (it is era-neutral; the call case is a 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,11 @@ class LiveCase:
     applies: bool
     reason: str = ""
     stream: bool = False
+    #: A generated check's own judge (``capture -> (status, detail, observed case)``); ``None``:
+    #: the recorded runner judges the capture against ``template``.
+    judge: Callable[[Any], tuple[str, str, str | None]] | None = None
+    #: The called tool's declared ``outputSchema`` (its structuredContent must conform).
+    output_schema: Any = None
 
     @property
     def key(self) -> str:
@@ -84,7 +89,8 @@ def _recorded_version(t: Transcript) -> str | None:
     return next((v for k, v in t.exchanges[0].request_headers if k.lower() == "mcp-protocol-version"), None)
 
 
-def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapping[str, Any], version: str | None) -> str:
+def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapping[str, Any], version: str | None,
+             prompts: Collection[str] | None = None) -> str:
     """Empty when ``t`` applies live; otherwise the reason."""
     boundary = (t.expect or {}).get("boundary")
     if t.era != era:
@@ -103,6 +109,10 @@ def _why_not(t: Transcript, era: str, tools: Collection[str], capabilities: Mapp
     method = _method(t)
     if method == "completion/complete" and "completions" not in capabilities:
         return "the server does not advertise completions"
+    if method == "completion/complete" and prompts is not None:
+        ref = ((t.exchanges[0].request.get("params") or {}).get("ref") or {}) if isinstance(t.exchanges[0].request, dict) else {}
+        if ref.get("type") != "ref/prompt" or ref.get("name") not in prompts:
+            return f"the server does not offer the prompt {ref.get('name')!r} this request completes"
     if method == "tools/call" and (t.cls == "golden" or (t.expect or {}).get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY):
         tool = _tool(t)
         if tool not in tools:
@@ -134,13 +144,15 @@ def built_cases(era: str, tools: Collection[str]) -> list[LiveCase]:
 
 
 def plan_live_cases(transcripts: Iterable[Transcript], era: str, tools: Collection[str] = (),
-                    capabilities: Mapping[str, Any] | None = None, version: str | None = None) -> list[LiveCase]:
+                    capabilities: Mapping[str, Any] | None = None, version: str | None = None,
+                    prompts: Collection[str] | None = None) -> list[LiveCase]:
     """Every transcript as a :class:`LiveCase` (applying or with its reason), then the built cases.
 
     ``version`` is the legacy version ``initialize`` negotiated: a legacy transcript recorded for
-    another version does not apply (its request names its own version in a header)."""
+    another version does not apply (its request names its own version in a header). ``prompts``
+    (when known) are the prompts the server lists: a recorded completion of another prompt does not apply."""
     planned = []
     for t in transcripts:
-        reason = _why_not(t, era, tools, capabilities or {}, version)
+        reason = _why_not(t, era, tools, capabilities or {}, version, prompts)
         planned.append(LiveCase(t, applies=not reason, reason=reason))
     return planned + built_cases(era, tools)

@@ -8,7 +8,10 @@ carries the proxy's own hop findings and, for streams, the buffering comparison 
 capture, so every behaviour change names its boundary. Every answer is read with a bound: a
 capture up to ``MAX_CAPTURE_BYTES``, a proxy record up to :data:`MAX_RECORD_BYTES` (larger, or one
 the proxy marked ``truncated``, is no hop evidence: "unobserved hop"), and a session's ``DELETE``
-answer not at all.
+answer not at all. Besides the recorded suite, the checks generated from what the server declares
+(``mcplab.live.generated``) run under the same case names. ``era_mode="legacy"`` judges the
+2025-11-25 side of a server that also serves 2026-07-28: the modern probe is still sent and
+recorded, but a successful ``initialize`` chooses the era.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..transcript import Transcript, load_transcripts
 from ..versions import LEGACY_VERSION, LEGACY_VERSIONS
 from .capture import Capture, capture_client, send
 from .cases import LiveCase, plan_live_cases
+from .generated import CALL_TOOLS, DEFAULT_SEED, generated_cases, read_surface
 from .judge import hop_findings, judge_capture, stream_buffered
 from .proxy import EXCHANGE_HEADER, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, RECORD_PREFIX, decode_record_body
 
@@ -67,6 +71,8 @@ class CheckResult:
     #: The secrets the user handed in (header values, URL userinfo, secret query values), as
     #: :func:`~mcplab.redaction.handed_secrets` lists them: scrubbed from every output, never output.
     handed: list[str] = field(default_factory=list, repr=False, compare=False)
+    #: What the server declared (capabilities and the number of items listed).
+    surface: dict[str, Any] | None = None
 
     def count(self, column: str, status: str) -> int:
         return sum(1 for row in self.rows if row.get(column) and row[column]["status"] == status)
@@ -85,6 +91,11 @@ class CheckResult:
         return sorted(names)
 
     @property
+    def warnings(self) -> list[str]:
+        """Every rule (SHOULD or course) waived on some row (sorted, unique)."""
+        return sorted({w["id"] for row in self.rows for c in ("direct", "via") if row.get(c) for w in row[c].get("warnings", [])})
+
+    @property
     def ok(self) -> bool:
         """Every applicable case passed (directly and via), the era was proven the same both ways."""
         ran = [row for row in self.rows if row["applies"]]
@@ -94,15 +105,19 @@ class CheckResult:
 
     def summary(self) -> dict[str, Any]:
         ran = sum(1 for row in self.rows if row["applies"])
-        out = {"applicable": ran, "notApplicable": len(self.rows) - ran,
-               "direct": {"passed": self.count("direct", "pass"), "failed": self.count("direct", "fail")}}
+        judged = sum(1 for row in self.rows if row["applies"] and row["direct"] and row["direct"]["status"] in ("pass", "fail"))
+        def warned(column: str) -> int:
+            return sum(1 for row in self.rows if row.get(column) and row[column].get("warnings"))
+        out = {"applicable": ran, "notApplicable": len(self.rows) - ran, "judged": judged,
+               "direct": {"passed": self.count("direct", "pass"), "failed": self.count("direct", "fail"), "withWarnings": warned("direct")}}
         if self.via:
-            out["via"] = {"passed": self.count("via", "pass"), "failed": self.count("via", "fail")}
+            out["via"] = {"passed": self.count("via", "pass"), "failed": self.count("via", "fail"), "withWarnings": warned("via")}
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "via": self.via, "ok": self.ok, "era": self.era, "viaEra": self.via_era,
-                "summary": self.summary(), "issues": self.issues, "seconds": round(self.seconds, 3),
+                "summary": self.summary(), "issues": self.issues, "warnings": self.warnings, "seconds": round(self.seconds, 3),
+                "surface": self.surface,
                 "rows": self.rows, "probes": self.probes}
 
 
@@ -180,8 +195,36 @@ def probe_era(client: httpx.Client, url: str, mode: str, allow_legacy: bool, ext
         evidence = {"kind": "initialize_success", "protocolVersion": version} if version in LEGACY_VERSIONS else \
             {"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure}
         decision = select_era(observation, mode, allow_legacy, legacy_evidence=evidence)
+        if isinstance(result, dict) and decision["era"] == "legacy":
+            decision["capabilities"] = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
     if decision["era"] == "modern" and observation["kind"] == "discover_success":
         decision["capabilities"] = ((_message(probe) or {}).get("result") or {}).get("capabilities") or {}
+    return decision, captures
+
+
+def probe_legacy(client: httpx.Client, url: str, extra: Sequence[tuple[str, str]] = (), timeout: float = 5.0) -> tuple[dict[str, Any], list[Capture]]:
+    """``--era legacy``: judge the 2025-11-25 side even of a server proven modern. The modern probe
+    is still sent and recorded; only a successful ``initialize`` with a legacy version chooses legacy."""
+    decision, captures = probe_era(client, url, "fallback", True, extra, timeout)
+    if decision["era"] == "legacy":
+        decision["mode"] = "legacy"
+        return decision, captures
+    body, headers = build_request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": _CLIENT_INFO},
+                                  era="legacy")
+    legacy = send(client, url, [*headers, *extra], body, timeout=timeout)
+    captures.append(legacy)
+    result = (_message(legacy) or {}).get("result")
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    modern = f"the modern probe found {decision['case'] or 'nothing conclusive'}"
+    if version in LEGACY_VERSIONS:
+        capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        decision.update(era="legacy", mode="legacy", case="era-fallback-legacy-proven", capabilities=capabilities,
+                        legacyEvidence={"kind": "initialize_success", "protocolVersion": version},
+                        reason=f"--era legacy: initialize negotiated {version} ({modern}; its 2025-11-25 side is judged)")
+    else:
+        decision.update(era=None, mode="legacy", case="era-fallback-silence-inconclusive",
+                        legacyEvidence={"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure},
+                        reason=f"--era legacy: initialize negotiated no 2025-11-25 version ({modern})")
     return decision, captures
 
 
@@ -214,13 +257,6 @@ def _close_session(client: httpx.Client, url: str, headers: Sequence[tuple[str, 
             pass
 
 
-def _offered_tools(client: httpx.Client, url: str, era: str, extra: Sequence[tuple[str, str]]) -> list[str]:
-    body, headers = build_request("tools/list", era=era, client_info=_CLIENT_INFO if era == "modern" else None)
-    result = (_message(send(client, url, [*headers, *extra], body)) or {}).get("result")
-    tools = result.get("tools") if isinstance(result, dict) else None
-    return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)] if isinstance(tools, list) else []
-
-
 def _request_body(case: LiveCase) -> Any:
     request = case.template.exchanges[0].request
     return request if isinstance(request, str) else json.dumps(request, ensure_ascii=False)
@@ -249,8 +285,8 @@ def proxy_record(client: httpx.Client, via: str, capture: Capture) -> dict[str, 
     return record
 
 
-def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None) -> dict[str, Any]:
-    cell = judge_capture(case, via)
+def _via_cell(case: LiveCase, direct: Capture, via: Capture, record: dict[str, Any] | None, course_rules: bool = False) -> dict[str, Any]:
+    cell = judge_capture(case, via, course_rules)
     try:
         findings = hop_findings(record, via) if record is not None and via.status is not None else []
     except EvidenceError:  # a record without the hops proxy_findings needs: no hop evidence
@@ -282,31 +318,49 @@ def _change(direct: dict[str, Any], via: dict[str, Any]) -> dict[str, Any] | Non
             "detail": "the proxy passed on faithfully what the origin answered it, which differs from the direct answer"}
 
 
+@dataclass(frozen=True)
+class _Options:
+    only: Collection[str] = ()
+    generate: bool = False
+    call_tools: str = "read-only"
+    seed: int = DEFAULT_SEED
+    course_rules: bool = False
+
+
 def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript], direct_extra: list[tuple[str, str]],
-               via_extra: list[tuple[str, str]], only: Collection[str], progress: Progress | None) -> None:
+               via_extra: list[tuple[str, str]], options: _Options, progress: Progress | None) -> None:
     """Every applicable case directly (and via), one row each, into ``result.rows``. The extra
     headers of each target include its 2025-11-25 session, if it keeps one."""
     url, via, decision = result.url, result.via, result.era
     era = decision["era"]
-    tools = _offered_tools(client, url, era, direct_extra)
+    capabilities = decision.get("capabilities") or ({} if era == "modern" else {"tools": {}})
+    surface = read_surface(client, url, era, direct_extra, {"tools": {}, **capabilities} if era == "legacy" else capabilities)
+    result.surface = surface.summary()
+    tools = [t["name"] for t in surface.listed("tools") if isinstance(t.get("name"), str)]
     negotiated = (decision.get("legacyEvidence") or {}).get("protocolVersion") if era == "legacy" else None
-    cases = [c for c in plan_live_cases(suite, era, tools, decision.get("capabilities"), negotiated)
-             if not only or c.name in only]
+    prompts = [p["name"] for p in surface.listed("prompts") if isinstance(p.get("name"), str)]
+    planned = plan_live_cases(suite, era, tools, decision.get("capabilities"), negotiated, prompts)
+    if options.generate:
+        planned += generated_cases(surface, url, call_tools=options.call_tools, seed=options.seed)
+    cases = [c for c in planned if not options.only or c.name in options.only]
     runnable = [c for c in cases if c.applies]
     done = 0
     for case in cases:
+        authority = CASES[case.name].authority
         row: dict[str, Any] = {"case": case.key, "name": case.name, "class": case.template.cls, "boundary": case.boundary,
                                "applies": case.applies, "reason": case.reason, "description": case.template.description,
+                               "generated": case.template.source == "<generated live check>",
+                               "authority": authority.to_dict() if authority else None,
                                "direct": None, "via": None, "change": None, "evidence": {}}
         if case.applies:
             body, sent = _request_body(case), case.template.exchanges[0].request_headers
             direct = send(client, url, [*sent, *direct_extra], body)
-            row["direct"] = judge_capture(case, direct)
+            row["direct"] = judge_capture(case, direct, options.course_rules)
             row["evidence"]["direct"] = direct.to_evidence()
             if via is not None:
                 proxied = send(client, via, [*sent, *via_extra], body)
                 record = proxy_record(client, via, proxied)
-                row["via"] = _via_cell(case, direct, proxied, record)
+                row["via"] = _via_cell(case, direct, proxied, record, options.course_rules)
                 row["evidence"]["via"] = proxied.to_evidence()
                 row["change"] = _change(row["direct"], row["via"])
             done += 1
@@ -317,11 +371,18 @@ def _run_cases(client: httpx.Client, result: CheckResult, suite: list[Transcript
 
 def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", allow_legacy: bool = False,
               headers: Sequence[tuple[str, str]] = (), transcripts: Iterable[Transcript] | None = None,
-              timeout: float = 10.0, only: Collection[str] = (), progress: Progress | None = None) -> CheckResult:
+              timeout: float = 10.0, only: Collection[str] = (), progress: Progress | None = None,
+              generate: bool = False, call_tools: str = "read-only", seed: int = DEFAULT_SEED,
+              course_rules: bool = False) -> CheckResult:
     """Probe the era, then run every applicable live case directly (and through ``via``).
 
     ``headers`` are added to every request (e.g. ``Authorization``; redacted in all evidence);
-    ``only`` keeps the cases with these names (all variants).
+    ``only`` keeps the cases with these names (all variants). ``generate`` adds the checks built
+    from what the server declares (``mcplab check`` does by default; the library keeps the recorded
+    suite's scope unless asked, so a lab's table stays the same); ``call_tools`` (``read-only`` or ``all``) says which of its tools
+    they may call, with arguments generated from ``seed``. ``course_rules`` fails a server on the
+    course's stricter rules too (otherwise they are warnings, like SHOULDs). ``era_mode`` is
+    ``strict``, ``fallback`` or ``legacy`` (judge the 2025-11-25 side).
     Raises :class:`~mcplab.live.capture.Unreachable` when nothing answers at ``url`` or ``via``.
     """
     _check_url(url, "--url")
@@ -335,21 +396,26 @@ def run_check(url: str, *, via: str | None = None, era_mode: str = "fallback", a
     unknown = sorted(set(only) - set(CASES))
     if unknown:
         raise LiveInputError(f"--case {unknown[0]!r}: not a case name (see 'mcplab cases')")
+    if call_tools not in CALL_TOOLS:
+        raise LiveInputError(f"--call-tools {call_tools!r}: expected one of {', '.join(CALL_TOOLS)}")
+    options = _Options(tuple(only), generate, call_tools, seed, course_rules)
+    probe = (lambda c, target: probe_legacy(c, target, extra, timeout)) if era_mode == "legacy" else \
+        (lambda c, target: probe_era(c, target, era_mode, allow_legacy, extra, timeout))
     started = time.perf_counter()
     suite = list(load_transcripts() if transcripts is None else transcripts)
     with capture_client(timeout) as client:
-        decision, probes = probe_era(client, url, era_mode, allow_legacy, extra, timeout)
+        decision, probes = probe(client, url)
         sessions = [(url, _open_session(client, url, decision, probes, extra))]
         result = CheckResult(url=url, via=via, era=decision, probes=[p.to_evidence() for p in probes],
                              handed=handed_secrets([url, via], extra))
         try:
             if via is not None:
-                result.via_era, via_probes = probe_era(client, via, era_mode, allow_legacy, extra, timeout)
+                result.via_era, via_probes = probe(client, via)
                 sessions.append((via, _open_session(client, via, result.via_era, via_probes, extra)))
                 result.probes += [p.to_evidence() for p in via_probes]
             if decision["era"] is not None:
                 _run_cases(client, result, suite, [*extra, *sessions[0][1]], [*extra, *sessions[-1][1]] if via else [],
-                           only, progress)
+                           options, progress)
         finally:
             for target, session in sessions:
                 _close_session(client, target, session, extra)

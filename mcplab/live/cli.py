@@ -52,6 +52,38 @@ def _cell_text(cell: dict[str, Any] | None) -> str:
     return text
 
 
+def _warnings_text(cell: dict[str, Any] | None) -> str:
+    return ", ".join(sorted({w["id"] for w in (cell or {}).get("warnings", [])})) or "-"
+
+
+def _short(value: Any, limit: int = 240) -> str:
+    import json
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _evidence_lines(row: dict[str, Any]) -> list[str]:
+    """A failed or warned row's evidence, redacted: the authority, the request sent, the answer received."""
+    cell, evidence = row["direct"], row["evidence"].get("direct") or {}
+    lines = []
+    authority = cell.get("authority") or {}
+    if cell["status"] == "fail":
+        lines.append(f"  FAIL {row['case']}: {cell['detail']}")
+        lines.append(f"    authority: {authority.get('level')} {authority.get('where')}: {authority.get('rule')}")
+    for warning in cell.get("warnings", []):
+        w = warning["authority"]
+        lines.append(f"  WARN {row['case']}: {warning['id']} ({w['level']}, {w['where']}): {warning['message']}"
+                     + (f" [course reason: {w['reason']}]" if w.get("reason") else ""))
+    request, response = evidence.get("request") or {}, evidence.get("response") or {}
+    if request:
+        sent = {k: v for k, v in request.get("headers", []) if k.lower().startswith("mcp") or k.lower() == "origin"}
+        lines.append(f"    request: {_short(request.get('body'))} headers {_short(sent, 160)}")
+    if response:
+        answer = response.get("events") if "events" in response else response.get("body")
+        lines.append(f"    answer: HTTP {response.get('status')} {_short(answer)}")
+    return lines
+
+
 def _report_target(path: str) -> None:
     """Refuse a --report path that cannot be written BEFORE the run, not after it: only a regular
     file in an existing folder (no device, FIFO, link or directory; no folder is created)."""
@@ -81,7 +113,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _report_target(args.report)
     headers = [_header(h) for h in args.header]
     result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
-                       timeout=args.timeout, only=args.case, progress=_Bar())
+                       timeout=args.timeout, only=args.case, progress=_Bar(), generate=not args.recorded_only,
+                       call_tools=args.call_tools, seed=args.seed, course_rules=args.course_rules)
     if args.report:
         write_report(args.report, result)
     shown = redacted_result(result)  # the terminal sees only what redaction and the handed-secret scrub left
@@ -97,16 +130,26 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if shown["viaEra"] is not None and shown["viaEra"]["era"] != era["era"]:
         print(f"via proxy the era is {shown['viaEra']['era']} ({shown['viaEra']['case']}): the proxy changes the era decision")
     ran = [row for row in result.rows if row["applies"]]
-    header = ["CASE", "DIRECT"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
-    rows = [[row["case"], _cell_text(row["direct"])]
+    header = ["CASE", "AUTHORITY", "DIRECT", "WARNINGS"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
+    rows = [[row["case"], (row.get("authority") or {}).get("level", "-"), _cell_text(row["direct"]), _warnings_text(row["direct"])]
             + ([_cell_text(row["via"]), (row["change"] or {}).get("boundary", "-")] if args.via else []) for row in ran]
     if rows:
         print(_table(rows, header))
+    redacted = redacted_result(result)  # the evidence printed below is the redacted copy
+    details = [line for row in redacted["rows"] if row["applies"] and row["direct"]
+               and (row["direct"]["status"] == "fail" or row["direct"].get("warnings")) for line in _evidence_lines(row)]
+    if details:
+        print("evidence (failures fail by a MUST or the schema; warnings are SHOULDs and course rules"
+              + (", which --course-rules turns into failures" if not args.course_rules else "") + "):")
+        print("\n".join(details))
     summary = result.summary()
-    line = f"{summary['applicable']} live cases ({summary['notApplicable']} not applicable live); direct {summary['direct']['passed']} passed"
+    line = (f"{summary['applicable']} live cases ({summary['notApplicable']} not applicable live); "
+            f"direct {summary['direct']['passed']} passed, {summary['direct']['failed']} failed, "
+            f"{summary['direct']['withWarnings']} with warnings")
     if args.via:
         line += f", via proxy {summary['via']['passed']} passed"
-    print(f"{line}; issues: {', '.join(result.issues) or 'none'}; {result.seconds:.2f} s")
+    print(f"{line}; issues: {', '.join(result.issues) or 'none'}; warnings: {', '.join(result.warnings) or 'none'}; "
+          f"{result.seconds:.2f} s")
     if args.report:
         print(f"report: {args.report}")
     return 0 if result.ok else 1
@@ -134,13 +177,20 @@ def add_live_commands(sub: Any) -> None:
     check = sub.add_parser("check", help="judge a live server (and a proxy in front of it) with the transcript cases")
     check.add_argument("--url", required=True, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
     check.add_argument("--via", metavar="PROXY_URL", help="the same endpoint through a proxy, e.g. http://127.0.0.1:8766/mcp")
-    check.add_argument("--era", choices=MODES, default="fallback",
-                       help="era selection: strict needs proof of 2026-07-28; fallback (default) may choose legacy only with --allow-legacy")
+    check.add_argument("--era", choices=(*MODES, "legacy"), default="fallback",
+                       help="era selection: strict needs proof of 2026-07-28; fallback (default) may choose legacy only with "
+                            "--allow-legacy; legacy judges the 2025-11-25 side (after a successful initialize) even of a modern server")
     check.add_argument("--allow-legacy", action="store_true", help="this endpoint may be judged as 2025-11-25 after a successful initialize")
     check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                        help="add a header to every request, e.g. Authorization (redacted in every output; repeatable)")
     check.add_argument("--case", action="append", default=[], metavar="NAME", help="only this case (repeatable; all its variants)")
     check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    check.add_argument("--call-tools", choices=("read-only", "all"), default="read-only",
+                       help="which of the server's tools the generated checks call: read-only (default: readOnlyHint true) or all")
+    check.add_argument("--seed", type=int, default=20260728, help="seed of the generated tool arguments (default 20260728)")
+    check.add_argument("--course-rules", action="store_true",
+                       help="fail on the course's stricter rules too (by default they are warnings, like SHOULDs)")
+    check.add_argument("--recorded-only", action="store_true", help="only the recorded suite's cases, no generated checks")
     check.add_argument("--json", action="store_true", help="print the redacted result as JSON")
     check.add_argument("--report", metavar="PATH", help="write the redacted HTML conformance matrix to PATH")
     check.set_defaults(func=_cmd_check)

@@ -7,7 +7,9 @@ free text quotes the body it judged, so every value redaction replaced (and a pa
 URL's userinfo) is also scrubbed from every string of the result (values under 4 characters
 excepted: they cannot be told from prose). Every
 row whose verdict changed between the direct and the proxied run names the boundary of the
-change (intermediary, origin or an unobserved hop) and the case names observed there.
+change (intermediary, origin or an unobserved hop) and the case names observed there. Each row
+names the authority of its verdict (MUST, schema, SHOULD or course rule, with page and heading),
+its warnings (waived SHOULDs and course rules) in their own column, and its evidence.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
 th,td{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:left}
 th{background:#f3f3f3}
-.pass{background:#e6f4ea}.fail{background:#fce8e6}.na{background:#f5f5f5;color:#666}
+.pass{background:#e6f4ea}.fail{background:#fce8e6}.na{background:#f5f5f5;color:#666}.warn{background:#fff4e5}
 code{font-size:.85rem}.small{font-size:.8rem;color:#555}
 pre{white-space:pre-wrap;font-size:.75rem;background:#fafafa;padding:.5rem;max-height:24rem;overflow:auto}
 """
@@ -115,6 +117,23 @@ def _cell(cell: dict[str, Any] | None) -> str:
     return f'<td class="{css}">' + "<br>".join(parts) + "</td>"
 
 
+def _authority(authority: dict[str, Any] | None) -> str:
+    if not authority:
+        return "-"
+    return (f"<b>{_e(authority.get('level'))}</b> <code>{_e(authority.get('where'))}</code><br>"
+            f"<span class=small>{_e(authority.get('rule'))}</span>")
+
+
+def _warnings(cell: dict[str, Any] | None) -> str:
+    warnings = (cell or {}).get("warnings") or []
+    if not warnings:
+        return '<td class="na">none</td>'
+    items = "".join(f"<li><code>{_e(w['id'])}</code> ({_e(w['authority']['level'])}, <code>{_e(w['authority']['where'])}</code>): "
+                    f"{_e(w['message'])}" + (f" <span class=small>[why the course asks more: {_e(w['authority']['reason'])}]</span>"
+                                              if w["authority"].get("reason") else "") + "</li>" for w in warnings)
+    return f'<td class="warn"><ul>{items}</ul></td>'
+
+
 def _change(change: dict[str, Any] | None) -> str:
     if change is None:
         return '<td class="na">none</td>'
@@ -132,12 +151,15 @@ def render_report(result: CheckResult) -> str:
         if not row["applies"]:
             skipped.append(f"<tr><td><code>{_e(row['case'])}</code></td><td>{_e(row['reason'])}</td></tr>")
             continue
-        cells = _cell(row["direct"]) + (_cell(row["via"]) + _change(row["change"]) if via else "")
+        authority = (row["direct"] or {}).get("authority") or row.get("authority")
+        cells = (f"<td>{_authority(authority)}</td>" + _cell(row["direct"]) + _warnings(row["direct"])
+                 + (_cell(row["via"]) + _change(row["change"]) if via else ""))
         evidence = html.escape(json.dumps(row["evidence"], indent=1, ensure_ascii=False))
         rows.append(f"<tr><td><code>{_e(row['case'])}</code><br><span class=small>{_e(row['class'])}"
                     f"{', boundary ' + _e(row['boundary']) if row['boundary'] else ''}</span>"
                     f"<details><summary class=small>evidence</summary><pre>{evidence}</pre></details></td>{cells}</tr>")
-    head = "<th>case</th><th>direct</th>" + ("<th>via proxy</th><th>behaviour change</th>" if via else "")
+    head = ("<th>case</th><th>authority of the verdict</th><th>direct</th><th>warnings (SHOULD, course rules)</th>"
+            + ("<th>via proxy</th><th>behaviour change</th>" if via else ""))
     verdict = "PASS: every applicable case passed" if data["ok"] else "FAIL"
     via_era = data["viaEra"] or {}
     via_line = f"<li>via proxy: <code>{_e(via)}</code> (era {_e(via_era.get('era'))})</li>" if via else ""
@@ -156,7 +178,8 @@ def render_report(result: CheckResult) -> str:
 {_e(era.get('legacyAllowed'))}): {_e(era.get('reason'))}</li>
 <li>cases run: {_e(summary['applicable'])}; direct {_e(summary['direct']['passed'])} passed, {_e(summary['direct']['failed'])} failed
 {f"; via proxy {_e(summary['via']['passed'])} passed, {_e(summary['via']['failed'])} failed" if via else ""}</li>
-<li>issues observed: {issues}</li></ul>
+<li>issues observed: {issues}</li>
+<li>warnings (SHOULDs and course rules, not failures): {", ".join(f"<code>{_e(w)}</code>" for w in data.get("warnings", [])) or "none"}</li></ul>
 <details><summary>era decision record</summary><pre>{era_json}</pre></details>
 <table><tr>{head}</tr>
 {''.join(rows)}
