@@ -599,7 +599,7 @@ class OfficialRun:
         """One line: requirement set, scored scenario and check counts, exit code."""
         return (f"{self.requirements}: {self.passed_scenarios}/{self.total_scenarios} scenarios passed, "
                 f"{self.passed_checks}/{self.total_checks} checks passed ({self.failed_checks} failed, "
-                f"{self.warning_checks} warnings), exit {self.exit_code}")
+                f"{self.warning_checks} warning{'' if self.warning_checks == 1 else 's'}), exit {self.exit_code}")
 
 
 _VERDICT_SECTIONS = {"Expected failures": "expected", "Unexpected failures": "unexpected", "Stale baseline entries": "stale"}

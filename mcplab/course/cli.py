@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..clitools import QuietWait, whole_seconds
 from ..errors import MCPLabError
 from . import LABS
 
@@ -44,8 +45,14 @@ def _labs(names: list[str]) -> list[str]:
 def _cmd_release(args: argparse.Namespace) -> int:
     release = _load("release")
     course, labs_dir = Path(args.course), Path(args.labs)
+    for flag, folder in (("--course", course), ("--labs", labs_dir)):
+        if args.check or flag == "--course":  # a release writes --labs, creating it
+            if not folder.is_dir():
+                raise MCPLabError(f"{flag} {folder}: {'not a folder' if folder.exists() else 'does not exist'}"
+                                  f"{' (run from the repository root, or give --course DIR)' if flag == '--course' else ''}")
     if args.check:
-        problems = release.stale_labs(course, labs_dir)
+        with QuietWait(f"checking {labs_dir} against {course}/source with nbgrader ({len(LABS)} labs, about 10 s)"):
+            problems = release.stale_labs(course, labs_dir)
         for problem in problems:
             print(problem)
         if problems:
@@ -103,7 +110,8 @@ def add_course_command(sub: argparse._SubParsersAction) -> None:
                           "score, feedback or grades.csv row is not as expected)")
     reh.add_argument("lab", nargs="*", metavar="LAB", help=f"labs to rehearse (default all: {', '.join(LABS)})")
     reh.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
-    reh.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell limit while autograding (default: the course config's)")
+    reh.add_argument("--timeout", type=whole_seconds, metavar="SECONDS", help="per-cell limit while autograding, above 0; "
+                     "decimals round up to whole seconds, as nbgrader takes them (default: the course config's)")
     reh.add_argument("--keep", metavar="DIR", help="keep each lab's course copy (submitted/, autograded/, feedback/, "
                      "gradebook.db, grades.csv) under DIR/<lab>")
     reh.set_defaults(func=_cmd_rehearse)
