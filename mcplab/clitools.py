@@ -75,23 +75,35 @@ def _terminal_columns() -> int:
     return shutil.get_terminal_size(fallback=(0, 0)).columns
 
 
+def _fit(widths: list[int], floors: list[int], limit: int) -> list[int]:
+    """Narrow the widest column, one character at a time, until the row fits ``limit`` (or no
+    column can give more than its floor)."""
+    widths = list(widths)
+    while sum(widths) + 2 * (len(widths) - 1) > limit:
+        room = [i for i, w in enumerate(widths) if w > floors[i]]
+        if not room:
+            break
+        widest = max(room, key=lambda i: (widths[i], i))
+        widths[widest] -= 1
+    return widths
+
+
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str], *, width: int | None = None) -> str:
-    """A plain-text table. When the lines are wider than ``width`` (default: the terminal's), the
-    last column wraps onto indented continuation lines; nothing is cut."""
+    """A plain-text table. When its lines are wider than ``width`` (default: the terminal's; no
+    limit when stdout is not a terminal and COLUMNS is unset), the widest columns wrap onto
+    continuation lines, breaking at spaces and hyphens; nothing is cut."""
     cells = [[str(c) for c in row] for row in [header, *rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     limit = _terminal_columns() if width is None else width
-    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    room = max(limit - lead, 20) if limit else 0
+    if limit:
+        widths = _fit(widths, [max(len(h), 6) for h in header], limit)
     lines = []
     for number, row in enumerate(cells):
-        first = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1]))
-        last = row[-1]
-        parts = textwrap.wrap(last, room, break_long_words=True, break_on_hyphens=False) if room and len(last) > room else [last]
-        lines.append((first + "  " + parts[0] if row[:-1] else parts[0]).rstrip())
-        lines += [(" " * (lead + 2) + part).rstrip() for part in parts[1:]]
+        parts = [textwrap.wrap(c, w, break_long_words=True) or [""] if len(c) > w else [c] for c, w in zip(row, widths)]
+        for k in range(max(len(p) for p in parts)):
+            lines.append("  ".join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths)).rstrip())
         if number == 0:
-            lines.append("  ".join("-" * min(w, room) if i == len(widths) - 1 and room else "-" * w for i, w in enumerate(widths)))
+            lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
