@@ -45,9 +45,17 @@ def seconds(text: str) -> float:
     return value
 
 
-def whole_seconds(text: str) -> int:
-    """:func:`seconds`, rounded up to a whole second, for limits that take whole seconds only
-    (nbgrader's per-cell timeout): ``2.5`` is 3, ``0.2`` is 1."""
+def whole_seconds(text: str) -> int | float:
+    """For limits that take whole seconds only (nbgrader's per-cell timeout): a positive number
+    rounds up (``2.5`` is 3, ``0.2`` is 1). Words, ``nan``, ``inf`` and more than a day are refused
+    as :func:`seconds` refuses them; ``0`` and negatives are returned as given for the command to
+    refuse in its own words."""
+    try:
+        value = float(text)
+    except ValueError:
+        return seconds(text)  # raises, in the same words
+    if value <= 0:
+        return int(value) if value.is_integer() else value
     return math.ceil(seconds(text))
 
 

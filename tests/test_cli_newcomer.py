@@ -109,7 +109,6 @@ BAD_TIMEOUTS = ["-5", "nan", "inf", "-inf", "0", "-0.0", "abc", "1e300", ""]
 @pytest.mark.parametrize("command", [
     ["check", "--url", "http://127.0.0.1:1/mcp", "--timeout={}"],
     ["preflight", "--url", "http://127.0.0.1:1/mcp", "--timeout={}", "inspect-server"],
-    ["course", "rehearse", "--timeout={}"],
 ])
 def test_every_bad_timeout_is_one_line_from_the_command_that_got_it(command, value, capsys):
     assert run_main([part.format(value) for part in command]) == 2
@@ -125,6 +124,20 @@ def test_decimal_timeouts_are_taken_everywhere():
     # nbgrader's per-cell limit takes whole seconds: a decimal rounds up, never down to 0
     assert build_parser().parse_args(["course", "rehearse", "--timeout", "2.5"]).timeout == 3
     assert whole_seconds("0.2") == 1
+
+
+@pytest.mark.parametrize("value, needle", [("nan", "'nan': expected a number of seconds above 0"),
+                                           ("inf", "'inf': expected"), ("abc", "'abc' is not a number"),
+                                           ("1e300", "at most 86400")])
+def test_rehearse_refuses_a_timeout_that_is_no_number_of_seconds_while_parsing(value, needle, capsys):
+    assert run_main(["course", "rehearse", f"--timeout={value}"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith("mcplab course rehearse: error: argument --timeout:") and needle in line
+
+
+def test_rehearse_leaves_zero_and_negatives_to_its_own_message():
+    # `mcplab course rehearse` refuses them itself ("--timeout 0: expected a number of seconds above 0")
+    assert [whole_seconds(v) for v in ("0", "-1", "-0.5")] == [0, -1, -0.5]
 
 
 # ---------------------------------------------------------------- 3: URL length
