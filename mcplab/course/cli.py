@@ -43,13 +43,13 @@ def _labs(names: list[str]) -> list[str]:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    release = _load("release")
     course, labs_dir = Path(args.course), Path(args.labs)
     for flag, folder in (("--course", course), ("--labs", labs_dir)):
         if args.check or flag == "--course":  # a release writes --labs, creating it
             if not folder.is_dir():
                 raise MCPLabError(f"{flag} {folder}: {'not a folder' if folder.exists() else 'does not exist'}"
                                   f"{' (run from the repository root, or give --course DIR)' if flag == '--course' else ''}")
+    release = _load("release")
     if args.check:
         with QuietWait(f"checking {labs_dir} against {course}/source with nbgrader ({len(LABS)} labs, about 10 s)"):
             problems = release.stale_labs(course, labs_dir)
