@@ -320,18 +320,18 @@ def test_check_in_fallback_mode_says_why_a_strict_case_decided(capsys):
     with serve_stockroom() as srv:
         assert main(["check", "--url", srv.url, "--case", "golden-modern-list"]) == 0
     era_line = capsys.readouterr().out.splitlines()[0]
-    assert era_line.startswith("era: modern (fallback mode; decision case era-strict-modern-proven")
-    assert "decides the same in either mode" in era_line
+    assert era_line.startswith("era: modern (era-strict-modern-proven): ")
+    assert era_line.endswith("[fallback mode: proof of 2026-07-28 decides by the strict rule in either mode]")
 
 
 def test_check_era_mode_and_the_old_spelling(capsys):
     with serve_stockroom() as srv:
         assert main(["check", "--url", srv.url, "--era-mode", "strict", "--case", "golden-modern-list"]) == 0
         out, err = capsys.readouterr()
-        assert out.startswith("era: modern (strict mode;") and err == ""
+        assert out.splitlines()[0].endswith("[strict mode]") and err == ""
         assert main(["check", "--url", srv.url, "--era", "strict", "--case", "golden-modern-list"]) == 0
         out, err = capsys.readouterr()
-        assert out.startswith("era: modern (strict mode;") and "'check --era strict' is now 'check --era-mode strict'" in err
+        assert out.splitlines()[0].endswith("[strict mode]") and "'check --era strict' is now 'check --era-mode strict'" in err
     assert run_main(["preflight", "--url", "http://h/mcp", "--era", "strict", "limits"]) == 2  # preflight's --era is an era
     assert "invalid choice: 'strict'" in one_error_line(capsys.readouterr().err)
 

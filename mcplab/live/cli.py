@@ -112,8 +112,8 @@ def _era_line(era: dict[str, Any]) -> str:
     """The era decision in words: which era, by which decision case, under which mode."""
     rule = ""
     if era.get("mode") == "fallback" and str(era["case"]).startswith("era-strict-"):
-        rule = ": proof of 2026-07-28 decides the same in either mode"
-    return f"era: {era['era'] or 'none'} ({era.get('mode', '?')} mode; decision case {era['case']}{rule}): {era['reason']}"
+        rule = ": proof of 2026-07-28 decides by the strict rule in either mode"
+    return f"era: {era['era'] or 'none'} ({era['case']}): {era['reason']} [{era.get('mode', '?')} mode{rule}]"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
