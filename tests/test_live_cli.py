@@ -115,7 +115,7 @@ def test_a_header_without_its_colon_is_refused_without_echoing_it(header, capsys
 def test_strict_mode_without_proof_chooses_no_era_and_fails(capsys):
     app = Starlette(routes=[Route("/mcp", lambda r: Response(b"", status_code=200), methods=["POST"])])
     with serve_app(app, port=0) as port:
-        code = main(["check", "--url", f"http://127.0.0.1:{port}/mcp", "--era", "strict", "--json"])
+        code = main(["check", "--url", f"http://127.0.0.1:{port}/mcp", "--era-mode", "strict", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["era"]["era"] is None and data["era"]["case"] == "era-strict-unproven"
     assert data["era"]["observations"] == [{"kind": "empty_response", "status": 200}] and data["rows"] == []
