@@ -278,7 +278,8 @@ def _cmd_stockroom_request(args: argparse.Namespace) -> int:
         raise UsageError(f"{db}: commit_reorder did not ask for approval ({answer.get('error') or outcome.error})")
     print(f"{approval_id} waiting for a person ({arguments['draft_id']}: {_lines_text(arguments['lines'])}), "
           f"as a 2025-11-25 agent's commit_reorder left it")
-    print(f"next: 'mcplab stockroom approve {approval_id}' or 'reject {approval_id}' (add --db {db} if you gave one); "
+    where = f" --db {db}" if args.db else ""
+    print(f"next: 'mcplab stockroom approve {approval_id}{where}' or 'mcplab stockroom reject {approval_id}{where}'; "
           f"the agent then retries commit_reorder with {json.dumps({**arguments, 'approval_id': approval_id})}")
     return 0
 

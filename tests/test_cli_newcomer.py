@@ -67,7 +67,7 @@ def test_request_approval_leaves_one_pending_approval_that_the_cli_lists(db, cap
     assert main(["stockroom", "request-approval", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     approval_id = out.split()[0]
-    assert "waiting for a person" in out and f"mcplab stockroom approve {approval_id}" in out
+    assert "waiting for a person" in out and f"'mcplab stockroom approve {approval_id} --db {db}'" in out
     assert main(["stockroom", "approvals", "--db", str(db)]) == 0
     listing = capsys.readouterr().out
     assert approval_id in listing and "1 approval waiting" in listing
