@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 __all__ = ["MAX_URL_CHARS", "MAX_SECONDS", "QUIET_AFTER_SECONDS", "seconds", "whole_seconds", "url", "table", "plural", "QuietWait", "CapturedLogs"]
 
@@ -70,6 +71,13 @@ def url(text: str) -> str:
     if bad is not None:
         raise argparse.ArgumentTypeError(f"a URL with the control character {bad!r} at position {text.index(bad)} (not shown): "
                                          "expected an http(s) URL such as http://127.0.0.1:8765/mcp")
+    try:
+        urlsplit(text).port  # noqa: B018 - raises ValueError for a bad port or a broken IPv6 host
+    except ValueError as exc:
+        from .redaction import redact_urls_in
+
+        raise argparse.ArgumentTypeError(f"{redact_urls_in(text)}: {exc}; expected an http(s) URL such as "
+                                         "http://127.0.0.1:8765/mcp") from None
     return text
 
 

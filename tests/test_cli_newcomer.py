@@ -159,6 +159,13 @@ def test_a_url_at_the_limit_reaches_the_command(capsys):
     assert "nothing answers" in one_error_line(capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("bad, needle", [("http://[::1/mcp", "Invalid IPv6 URL"), ("http://127.0.0.1:99999/mcp", "Port out of range")])
+@pytest.mark.parametrize("flag", [["proxy", "--port", "0", "--upstream"], ["check", "--url"], ["conformance", "--url"]])
+def test_a_broken_url_never_starts_a_proxy_or_a_traceback(flag, bad, needle, capsys):
+    assert run_main([*flag, bad]) == 2  # the proxy used to start serving (port) or end in a traceback (IPv6)
+    assert needle in one_error_line(capsys.readouterr().err)
+
+
 def test_a_control_character_in_a_url_is_refused(capsys):
     assert run_main(["preflight", "--url", "http://127.0.0.1:1/m\x01cp", "inspect-server"]) == 2
     assert "control character" in one_error_line(capsys.readouterr().err)
