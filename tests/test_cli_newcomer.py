@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from mcplab import clitools
-from mcplab.cli import _conformance_text, build_parser, main
+from mcplab.cli import build_parser, main
 from mcplab.clitools import MAX_URL_CHARS, CapturedLogs, QuietWait, plural, seconds, table, whole_seconds
 from mcplab.conformance import NODE_INSTALL_HINT, BaselineVerdict, Check, OfficialRun, ScenarioResult
+from mcplab.conformance_cli import conformance_text
 from mcplab.stockroom import Stockroom, serve_stockroom
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,24 +209,24 @@ def test_excused_failures_read_excused_and_exit_0_is_explained():
     run = official_run(0, BaselineVerdict(expected=("tools-call-image:check-1", "sse-streams"), unexpected=(), stale=()),
                        scenario("tools-list", "SUCCESS", "SUCCESS"), scenario("tools-call-image", "SUCCESS", "FAILURE"),
                        scenario("sse-streams", "WARNING"))
-    rows = {line.split()[1]: line for line in _conformance_text(run).splitlines()[2:5]}
+    rows = {line.split()[1]: line for line in conformance_text(run).splitlines()[2:5]}
     assert rows["tools-list"].startswith("PASS") and "2/2 succeeded" in rows["tools-list"]
     assert rows["tools-call-image"].startswith("EXCUSED") and "1/2 succeeded (1 failed)" in rows["tools-call-image"]
     assert rows["sse-streams"].startswith("EXCUSED") and "0/1 succeeded (1 warning)" in rows["sse-streams"]
-    last = _conformance_text(run).splitlines()[-1]
+    last = conformance_text(run).splitlines()[-1]
     assert last.startswith("exit 0: 2 scenarios marked EXCUSED") and "official-2025-11-25.yml" in last
 
 
 def test_an_unexcused_failure_stays_fail_and_the_exit_is_explained():
     run = official_run(1, BaselineVerdict(expected=(), unexpected=("tools-list:check-0",), stale=()),
                        scenario("tools-list", "FAILURE"), scenario("ping", "SUCCESS", "INFO"))
-    text = _conformance_text(run)
+    text = conformance_text(run)
     assert re.search(r"^FAIL +tools-list", text, re.M) and "1/2 succeeded (1 info)" in text
     assert text.splitlines()[-1].startswith("exit 1: the baseline") and "1 warnings" not in text
 
 
 def test_a_run_without_baseline_scores_everything():
-    text = _conformance_text(official_run(1, None, scenario("tools-list", "FAILURE"), scenario("ping", "WARNING")))
+    text = conformance_text(official_run(1, None, scenario("tools-list", "FAILURE"), scenario("ping", "WARNING")))
     assert re.search(r"^FAIL +tools-list", text, re.M) and re.search(r"^PASS +ping +0/1 succeeded \(1 warning\)$", text, re.M)
     assert "(1 failed, 1 warning), exit 1" in text
 
