@@ -369,9 +369,9 @@ def test_quiet_wait_is_silent_while_steps_arrive_and_speaks_after_silence():
             spoke.set()
             return stream.write(text)
 
-    with QuietWait("testing", stream=Watched(), after=1.0, every=60) as wait:
+    with QuietWait("testing", stream=Watched(), after=2.0, every=60) as wait:
         for _ in range(5):  # steps faster than `after` keep it quiet
             wait.step("testing steps")
             assert not spoke.wait(0.05)
-        assert spoke.wait(5)  # then silence: one line within the deadline
+        assert spoke.wait(10)  # then silence: one line within the deadline
     assert stream.getvalue().startswith("mcplab: still testing steps, ") and stream.getvalue().count("\n") == 1
