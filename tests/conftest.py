@@ -17,6 +17,13 @@ from mcplab import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSI
 from mcplab.conformance import RUNNER_PACKAGE, RUNNER_VERSION, RegistryUnreachable, ensure_runner
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables print as they do into a pipe (unwrapped), whatever COLUMNS the runner's workers
+    inherit (pytest-xdist workers see COLUMNS=80); a test that wants a width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def free_port() -> int:
     """A loopback port that was free a moment ago (for a server started as a separate process)."""
     with socket.socket() as sock:

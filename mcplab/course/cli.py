@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..clitools import QuietWait, whole_seconds
 from ..errors import MCPLabError
 from . import LABS
 
@@ -42,10 +43,16 @@ def _labs(names: list[str]) -> list[str]:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    release = _load("release")
     course, labs_dir = Path(args.course), Path(args.labs)
+    for flag, folder in (("--course", course), ("--labs", labs_dir)):
+        if args.check or flag == "--course":  # a release writes --labs, creating it
+            if not folder.is_dir():
+                raise MCPLabError(f"{flag} {folder}: {'not a folder' if folder.exists() else 'does not exist'}"
+                                  f"{' (run from the repository root, or give --course DIR)' if flag == '--course' else ''}")
+    release = _load("release")
     if args.check:
-        problems = release.stale_labs(course, labs_dir)
+        with QuietWait(f"checking {labs_dir} against {course}/source with nbgrader ({len(LABS)} labs, about 10 s)"):
+            problems = release.stale_labs(course, labs_dir)
         for problem in problems:
             print(problem)
         if problems:
@@ -61,7 +68,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 
 def _cmd_rehearse(args: argparse.Namespace) -> int:
-    from ..cli import _table
+    from ..clitools import table
 
     rehearsal = _load("rehearsal")
     if args.timeout is not None and args.timeout <= 0:
@@ -86,7 +93,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
         problems += result.problems
         _say(f"{lab}: autograde {result.autograde_seconds:.1f} s for {len(result.submissions)} submissions "
              f"({result.seconds_per_submission:.2f} s per submission)")
-    print(_table(rows, ["LAB", "SUBMISSION", "AUTOGRADED", "EXPECTED", "OK"]))
+    print(table(rows, ["LAB", "SUBMISSION", "AUTOGRADED", "EXPECTED", "OK"]))
     print(f"{total_subs} submissions autograded in {total_seconds:.1f} s ({total_seconds / max(1, total_subs):.2f} s per submission)")
     for problem in problems:
         print(f"problem: {problem}")
@@ -94,7 +101,7 @@ def _cmd_rehearse(args: argparse.Namespace) -> int:
 
 
 def _cmd_autograde(args: argparse.Namespace) -> int:
-    from ..cli import _table
+    from ..clitools import table
 
     autograde = _load("autograde")
     if args.lab not in LABS and not (Path(args.course) / "source" / args.lab).is_dir():
@@ -108,7 +115,7 @@ def _cmd_autograde(args: argparse.Namespace) -> int:
     result = autograde.autograde(Path(args.course), args.lab, jobs=args.jobs, sealed=not args.unsealed, timeout=args.timeout,
                                  students=[args.student] if args.student else None, progress=_say)
     rows = [[r.student, f"{r.score:g}/{r.max_score:g}", "-" if r.seconds is None else f"{r.seconds:.1f}", r.note] for r in result.rows]
-    print(_table(rows, ["STUDENT", "AUTOGRADED", "SECONDS", "NOTE"]))
+    print(table(rows, ["STUDENT", "AUTOGRADED", "SECONDS", "NOTE"]))
     runs = len([r for r in result.rows if r.seconds is not None])
     print(f"{len(result.rows)} submission(s) of {args.lab} graded {'sealed' if result.sealed else 'UNSEALED'}: ran in "
           f"{result.execute_seconds:.1f} s with {result.jobs} job(s), nbgrader graded in {result.grade_seconds:.1f} s"
@@ -130,7 +137,8 @@ def add_course_command(sub: argparse._SubParsersAction) -> None:
     auto.add_argument("lab", metavar="LAB", help="the lab (assignment) to grade")
     auto.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
     auto.add_argument("--jobs", type=int, default=1, metavar="N", help="submissions run at once, each in its own sandbox (default 1)")
-    auto.add_argument("--timeout", type=float, metavar="SECONDS", help="per-cell limit (default: the course config's Execute.timeout)")
+    auto.add_argument("--timeout", type=whole_seconds, metavar="SECONDS", help="per-cell limit, above 0; decimals round up to whole "
+                      "seconds, as nbgrader takes them (default: the course config's Execute.timeout)")
     auto.add_argument("--student", metavar="ID", help="grade only this student's submission")
     auto.add_argument("--unsealed", action="store_true", help="run submissions without a sandbox (no isolation: only for "
                       "machines where bubblewrap cannot run, and only for trusted submissions)")
@@ -139,7 +147,8 @@ def add_course_command(sub: argparse._SubParsersAction) -> None:
                           "score, feedback or grades.csv row is not as expected)")
     reh.add_argument("lab", nargs="*", metavar="LAB", help=f"labs to rehearse (default all: {', '.join(LABS)})")
     reh.add_argument("--course", default="graders", metavar="DIR", help="the nbgrader course folder (default graders)")
-    reh.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell limit while autograding (default: the course config's)")
+    reh.add_argument("--timeout", type=whole_seconds, metavar="SECONDS", help="per-cell limit while autograding, above 0; "
+                     "decimals round up to whole seconds, as nbgrader takes them (default: the course config's)")
     reh.add_argument("--jobs", type=int, default=1, metavar="N", help="submissions run at once, each in its own sandbox (default 1)")
     reh.add_argument("--unsealed", action="store_true", help="run the submissions without a sandbox (no isolation)")
     reh.add_argument("--keep", metavar="DIR", help="keep each lab's course copy (submitted/, autograded/, feedback/, "

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..clitools import QuietWait, seconds, url
 from ..errors import MCPLabError
 
 __all__ = ["add_preflight_command", "PreflightInputError"]
@@ -60,11 +61,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _answer(args: argparse.Namespace) -> int:
     arguments = _json_object(args.args, "--args") if getattr(args, "args", None) is not None else None
+    from ..redaction import redact_urls_in
     from .deck import FlightDeck  # the SDK and server imports only when the command runs
     from .plan import parse_calls
 
+    if args.preflight_action in ("validate", "preview") and arguments is None:
+        raise PreflightInputError(f"{args.preflight_action} {args.name}: --args is required (the exact arguments to validate, a JSON object "
+                                  "such as '{\"draft_id\": \"DR-0001\"}'; '{}' for a call without arguments)")
     calls = parse_calls(_plan_calls(args.file), where=f"{args.file}: calls") if args.preflight_action == "plan" else None
-    with FlightDeck.connect(args.url, era=args.era, timeout=args.timeout) as deck:
+    with QuietWait(f"waiting for {redact_urls_in(args.url)} (discovery; up to {args.timeout:g} s per request)"), \
+            FlightDeck.connect(args.url, era=args.era, timeout=args.timeout) as deck:
         action = args.preflight_action
         if action == "inspect-server":
             answer, ok = deck.inspect_server(), True
@@ -93,9 +99,9 @@ def _answer(args: argparse.Namespace) -> int:
 def add_preflight_command(sub: Any) -> None:
     """Register ``preflight`` on the top-level subparsers of ``mcplab``."""
     pre = sub.add_parser("preflight", help="Flight Deck: read-only preflight of MCP tool calls on any server (never calls a tool)")
-    pre.add_argument("--url", required=True, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
+    pre.add_argument("--url", required=True, type=url, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
     pre.add_argument("--era", default="modern", choices=["modern", "legacy"], help="2026-07-28 (modern, default) or 2025-11-25 (legacy)")
-    pre.add_argument("--timeout", type=float, default=10.0, help="seconds per HTTP request (default 10)")
+    pre.add_argument("--timeout", type=seconds, default=10.0, help="seconds per HTTP request, above 0 (default 10)")
     psub = pre.add_subparsers(dest="preflight_action", required=True, metavar="ACTION")
     psub.add_parser("inspect-server", help="the effective catalog, era, policy identity and catalog_identity")
     search = psub.add_parser("search", help="search the effective catalog (names, descriptions, annotations)")
@@ -107,7 +113,7 @@ def add_preflight_command(sub: Any) -> None:
         p = psub.add_parser(name, help=text)
         p.add_argument("name", metavar="NAME", help="the exact tool name from discovery")
         if name != "inspect-tool":
-            p.add_argument("--args", metavar="JSON", help="the arguments as a JSON object")
+            p.add_argument("--args", metavar="JSON", help="the arguments as a JSON object" + (" (required)" if name != "authority" else ""))
         if name in ("validate", "preview"):
             p.add_argument("--catalog-identity", metavar="ID", help="a catalog_identity from inspect-server: the catalog precondition")
     psub.add_parser("limits", help="non-secret server and schema limits (nothing is reserved)")

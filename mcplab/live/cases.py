@@ -1,6 +1,6 @@
 """Which recorded cases a live server can be asked, and the live cases built for a known server.
 
-The rule (also in the README, "Live wire"): a transcript is replayed live when its REQUEST is
+The rule (also in docs/library.md, "Which cases run live"): a transcript is replayed live when its REQUEST is
 what provokes the behaviour the case names, so a live answer proves or refutes the same invariant.
 - ``origin`` negatives are replayed byte for byte (duplicate headers included): live, the server
   must reject them with the named code, HTTP status and request id. A rejection that needs a

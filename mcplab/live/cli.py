@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..clitools import QuietWait, seconds, url
 from ..era import MODES
 from ..errors import MCPLabError
 
@@ -27,12 +28,16 @@ def _header(text: str) -> tuple[str, str]:
 
 
 class _Bar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal; every step also
+    tells ``quiet`` (which prints a line, terminal or not, when a wait goes on without progress)."""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: QuietWait | None = None) -> None:
         self.enabled = sys.stderr.isatty()
+        self.quiet = quiet
 
     def __call__(self, done: int, total: int, key: str) -> None:
+        if self.quiet is not None:
+            self.quiet.step(f"checking: {done}/{total} cases done, waiting for the answers to the next")
         if not self.enabled or total == 0:
             return
         width = 30
@@ -104,17 +109,56 @@ def _probe_answer(probe: dict[str, Any]) -> str:
     return f"the server/discover probe was answered HTTP {response['status']} {types[0] if types else 'without a content type'}"
 
 
+def _proxy_failure(result: Any) -> str | None:
+    """What the proxy answered to the era probe when that was its own error (502/503/504 for an
+    upstream that is down or too slow) while the direct probe got no such answer; else ``None``."""
+    if result.via is None:
+        return None
+    probes = [p for p in result.probes if p.get("url") == result.via]
+    direct = [p for p in result.probes if p.get("url") == result.url]
+    if not probes or not probes[0]["response"] or probes[0]["response"]["status"] not in (502, 503, 504):
+        return None
+    if direct and direct[0]["response"] and direct[0]["response"]["status"] == probes[0]["response"]["status"]:
+        return None
+    response = probes[0]["response"]
+    body = response.get("body")
+    said = f": {' '.join(body.split())[:120]!r}" if isinstance(body, str) and body.strip() else ""
+    return (f"the proxy answered HTTP {response['status']} to the era probe{said}; its upstream did not answer, "
+            "so the via column below shows the proxy's error, not the server's behaviour (is the origin behind --via running?)")
+
+
+def _era_mode(args: argparse.Namespace) -> str:
+    """``--era-mode``; the old spelling ``--era strict|fallback`` still works, with a note."""
+    if args.era is not None:
+        print(f"mcplab: note: 'check --era {args.era}' is now 'check --era-mode {args.era}' "
+              "(--era names an era, modern or legacy, in 'mcplab preflight')", file=sys.stderr)
+        return args.era
+    return args.era_mode
+
+
+def _era_line(era: dict[str, Any]) -> str:
+    """The era decision in words: which era, by which decision case, under which mode."""
+    rule = ""
+    if era.get("mode") == "fallback" and str(era["case"]).startswith("era-strict-"):
+        rule = ": proof of 2026-07-28 decides by the strict rule in either mode"
+    return f"era: {era['era'] or 'none'} ({era['case']}): {era['reason']} [{era.get('mode', '?')} mode{rule}]"
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from ..cli import _print_json, _table
+    from ..redaction import redact_urls_in
     from .check import run_check
     from .report import redacted_result, write_report
 
+    era_mode = _era_mode(args)
     if args.report:
         _report_target(args.report)
     headers = [_header(h) for h in args.header]
-    result = run_check(args.url, via=args.via, era_mode=args.era, allow_legacy=args.allow_legacy, headers=headers,
-                       timeout=args.timeout, only=args.case, progress=_Bar(), generate=not args.recorded_only,
-                       call_tools=args.call_tools, seed=args.seed, course_rules=args.course_rules)
+    target = redact_urls_in(args.url) + (f" and {redact_urls_in(args.via)}" if args.via else "")
+    with QuietWait(f"waiting for {target} (server/discover era probe; up to {args.timeout:g} s per request)") as quiet:
+        result = run_check(args.url, via=args.via, era_mode=era_mode, allow_legacy=args.allow_legacy, headers=headers,
+                           timeout=args.timeout, only=args.case, progress=_Bar(quiet), generate=not args.recorded_only,
+                           call_tools=args.call_tools, seed=args.seed, course_rules=args.course_rules)
     if args.report:
         write_report(args.report, result)
     shown = redacted_result(result)  # the terminal sees only what redaction and the handed-secret scrub left
@@ -122,13 +166,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _print_json(shown)
         return 0 if result.ok else 1
     era = shown["era"]
-    print(f"era: {era['era']} ({era['case']}): {era['reason']}")
+    failure = _proxy_failure(result)
+    if failure:
+        print(failure)
+    print(_era_line(era))
     if era["era"] is None:
         hint = ("; if this endpoint may be 2025-11-25, pass --allow-legacy so a successful initialize can prove it"
                 if era["mode"] == "fallback" and not era["legacyAllowed"] else "")
         print(f"no case was run: {_probe_answer(shown['probes'][0])}, which proves no MCP era{hint}")
     if shown["viaEra"] is not None and shown["viaEra"]["era"] != era["era"]:
-        print(f"via proxy the era is {shown['viaEra']['era']} ({shown['viaEra']['case']}): the proxy changes the era decision")
+        cause = "the proxy's own error answer proves no era" if failure else "the proxy changes the era decision"
+        print(f"via proxy the era is {shown['viaEra']['era'] or 'none'} ({shown['viaEra']['case']}): {cause}")
     ran = [row for row in result.rows if row["applies"]]
     header = ["CASE", "AUTHORITY", "DIRECT", "WARNINGS"] + (["VIA PROXY", "CHANGE AT"] if args.via else [])
     rows = [[row["case"], (row.get("authority") or {}).get("level", "-"), _cell_text(row["direct"]), _warnings_text(row["direct"])]
@@ -175,16 +223,18 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
 def add_live_commands(sub: Any) -> None:
     """Register ``check`` and ``proxy`` on the ``mcplab`` sub-command parser."""
     check = sub.add_parser("check", help="judge a live server (and a proxy in front of it) with the transcript cases")
-    check.add_argument("--url", required=True, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
-    check.add_argument("--via", metavar="PROXY_URL", help="the same endpoint through a proxy, e.g. http://127.0.0.1:8766/mcp")
-    check.add_argument("--era", choices=(*MODES, "legacy"), default="fallback",
-                       help="era selection: strict needs proof of 2026-07-28; fallback (default) may choose legacy only with "
-                            "--allow-legacy; legacy judges the 2025-11-25 side (after a successful initialize) even of a modern server")
+    check.add_argument("--url", required=True, type=url, help="the MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
+    check.add_argument("--via", metavar="PROXY_URL", type=url, help="the same endpoint through a proxy, e.g. http://127.0.0.1:8766/mcp")
+    check.add_argument("--era-mode", choices=(*MODES, "legacy"), default="fallback",
+                       help="how the era is chosen: strict needs proof of 2026-07-28; fallback (default) may choose "
+                       "2025-11-25 (legacy) only with --allow-legacy; legacy judges the 2025-11-25 side (after a successful "
+                       "initialize) even of a modern server")
+    check.add_argument("--era", choices=(*MODES, "legacy"), default=None, help=argparse.SUPPRESS)  # the old spelling of --era-mode
     check.add_argument("--allow-legacy", action="store_true", help="this endpoint may be judged as 2025-11-25 after a successful initialize")
     check.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                        help="add a header to every request, e.g. Authorization (redacted in every output; repeatable)")
     check.add_argument("--case", action="append", default=[], metavar="NAME", help="only this case (repeatable; all its variants)")
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    check.add_argument("--timeout", type=seconds, default=10.0, help="seconds per request, above 0 (default 10)")
     check.add_argument("--call-tools", choices=("read-only", "all"), default="read-only",
                        help="which of the server's tools the generated checks call: read-only (default: readOnlyHint true) or all")
     check.add_argument("--seed", type=int, default=20260728, help="seed of the generated tool arguments (default 20260728)")
@@ -196,7 +246,7 @@ def add_live_commands(sub: Any) -> None:
     check.set_defaults(func=_cmd_check)
 
     proxy = sub.add_parser("proxy", help="run a loopback reverse proxy that records every hop (and can break on purpose)")
-    proxy.add_argument("--upstream", required=True, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
+    proxy.add_argument("--upstream", required=True, type=url, help="the origin MCP endpoint, e.g. http://127.0.0.1:8765/mcp")
     proxy.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; ::1 and localhost also do)")
     proxy.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
     # no ``choices=``: that would import the proxy (httpx, Starlette) for every command; the

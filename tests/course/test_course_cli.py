@@ -16,8 +16,8 @@ from .conftest import GRADERS
     (["course", "rehearse", "--jobs", "0"], "--jobs 0: expected a whole number of sandboxes above 0"),
     (["course", "autograde", "lab_z"], "unknown lab 'lab_z'"),
     (["course", "autograde", "lab_a_era_boundary", "--jobs", "0"], "--jobs 0: expected a whole number"),
-    (["course", "autograde", "lab_a_era_boundary", "--timeout", "nan"], "--timeout nan: expected seconds per cell above 0"),
-    (["course", "autograde", "lab_a_era_boundary", "--timeout", "-1"], "--timeout -1.0: expected seconds per cell above 0"),
+    (["course", "autograde", "lab_a_era_boundary", "--timeout", "nan"], "'nan': expected a number of seconds above 0"),
+    (["course", "autograde", "lab_a_era_boundary", "--timeout", "-1"], "--timeout -1: expected seconds per cell above 0"),
     (["course", "autograde", "lab_a_era_boundary", "--course", "/nonexistent/course"], "/nonexistent/course: no nbgrader_config.py"),
     (["course", "autograde", "lab_a_era_boundary", "--course", "/dev/null"], "/dev/null: no nbgrader_config.py"),
 ])
