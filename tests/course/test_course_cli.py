@@ -24,7 +24,8 @@ from .conftest import GRADERS
 def test_bad_input_is_one_line_and_exit_2(argv, expected, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert expected in err and "Traceback" not in err and err.startswith("mcplab: error: ")
+    assert expected in err and "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith("mcplab: error: ") or err.startswith(f"mcplab course {argv[1]}: error: ")
 
 
 def test_keep_refuses_a_folder_with_content(tmp_path, capsys):
