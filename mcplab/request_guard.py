@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 
 from .errors import ProtocolViolation
 from .headers import PROTOCOL_VERSION_HEADER
 from .requests import validate_request
 from .versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 __all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard"]
 
@@ -68,6 +70,8 @@ class RequestOrderGuard:
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str = "/mcp",
                  security: TransportSecuritySettings | None = None) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware  # the SDK loads with a server
+
         self.app = app
         self.path = path
         self.transport = TransportSecurityMiddleware(security)
