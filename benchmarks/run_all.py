@@ -14,6 +14,7 @@ and shorter load; the exit status is 1 when a figure misses its target or a scri
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         if name not in args.skip:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows.append(script_row(name, quick if args.quick else full, pick))
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average (1/5/15 min) {load} on {os.cpu_count()} CPUs: wall times stretch with load; the CPU seconds do not")
     widths = [max(len(getattr(r, f)) for r in rows) for f in ("benchmark", "figure", "value", "target")] if rows else [0] * 4
     header = ("benchmark", "figure", "value", "target")
     widths = [max(w, len(h)) for w, h in zip(widths, header)]
