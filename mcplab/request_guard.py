@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 
 from .errors import ProtocolViolation
 from .headers import PROTOCOL_VERSION_HEADER
-from .requests import validate_request
+from .requests import _META_TYPES, validate_request
 from .versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 __all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard"]
 
@@ -47,12 +49,32 @@ def _is_modern(headers: list[tuple[str, str]], message: Any) -> bool:
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
+def _meta_mistyped(message: Any) -> bool:
+    """Whether ``params._meta`` (or one of its typed keys) has the wrong type: the only way to ``negative-meta-type``."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if meta is None:
+        return False
+    return not isinstance(meta, dict) or any(key in meta and not isinstance(meta[key], expected) for key, expected, _label in _META_TYPES)
+
+
+def _plain_envelope(message: Any) -> bool:
+    """A JSON-RPC request object with nothing for ``negative-malformed-envelope`` to find (as ``validate_request`` judges it)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "result" in message or "error" in message:
+        return False
+    request_id = message.get("id", "")
+    return (isinstance(message.get("method"), str) and bool(message["method"]) and isinstance(message.get("params", {}), dict)
+            and (isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))))
+
+
 def guarded_violation(body: bytes, headers: list[tuple[str, str]]) -> tuple[Any, ProtocolViolation] | None:
     """The request id and fault the guard answers for this body, or ``None`` to let the SDK judge."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
         message = body  # unparsable: validate_request names the parse error
+    if _plain_envelope(message) and not _meta_mistyped(message):
+        return None  # a plain envelope with a well-typed _meta cannot end in a guarded case: skip the full validation
     if not _is_modern(headers, message if isinstance(message, dict) else None):
         return None
     try:
@@ -72,13 +94,14 @@ class RequestOrderGuard:
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], path: str = "/mcp",
                  security: TransportSecuritySettings | None = None) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware  # the SDK loads with a server
+
         self.app = app
         self.path = path
         self.transport = TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path
-                or await self.transport.validate_request(Request(scope), is_post=True) is not None):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != self.path:
             await self.app(scope, receive, send)
             return
         chunks: list[Message] = []
@@ -92,7 +115,9 @@ class RequestOrderGuard:
         if size <= MAX_GUARDED_BYTES and chunks[-1]["type"] == "http.request":
             headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
             found = guarded_violation(b"".join(m.get("body", b"") for m in chunks), headers)
-            if found is not None:
+            # a request the transport checks refuse (Host, Origin, Content-Type) gets the SDK's answer first;
+            # checked only when the guard would answer, so a well-formed request is checked once, by the SDK
+            if found is not None and await self.transport.validate_request(Request(scope), is_post=True) is None:
                 await _answer(send, *found)
                 return
         pending = list(chunks)

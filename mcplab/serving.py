@@ -3,7 +3,8 @@
 Design: one piece of plumbing for every in-process server (the stockroom, the live proxy): the
 socket is bound before uvicorn starts (so ``port=0`` yields the real port at once and a busy
 port fails fast with one line), start-up is polled with a deadline, and the thread dies with
-the process, so a notebook kernel or a test never leaves a server behind.
+the process, so a notebook kernel or a test never leaves a server behind. uvicorn and the SDK
+load when a server starts, not when this module does (``mcplab check`` only needs ``is_loopback``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, TypeVar
-
-import uvicorn
-from mcp.server.transport_security import TransportSecuritySettings
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import MCPLabError
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 __all__ = ["ServeError", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump"]
 
@@ -40,6 +41,8 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", port: int = 0, name: str = "
 
     ``config`` goes to ``uvicorn.Config`` (e.g. ``server_header=False`` for a proxy).
     """
+    import uvicorn
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only for that proto,
     # and without it every keep-alive response waits ~40 ms for a delayed ACK.
@@ -104,6 +107,8 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = ()) -> Transpor
     """DNS-rebinding protection as the SDK sets it for loopback hosts, plus ``allowed_hosts`` (e.g. behind a proxy)."""
     if not allowed_hosts and not is_loopback(host):
         return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
     own = f"[{host}]:*" if ":" in host else f"{host}:*"
     hosts = [*_LOOPBACK_HOSTS, *([own] if own not in _LOOPBACK_HOSTS else []), *allowed_hosts]
     origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in allowed_hosts]

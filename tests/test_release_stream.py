@@ -101,6 +101,18 @@ def test_a_legacy_stream_window_is_measured_the_same_way(origin):
     assert result["metrics"]["stream"]["minEvents"] == len(SEED_ITEMS) + 1
 
 
+def test_a_concurrent_window_keeps_call_order_and_every_stream(origin):
+    samples = stream_health_window(origin.url, 6, concurrency=3)
+    assert [s["t"] for s in samples] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert all(not s["error"] and s["eventCount"] == len(SEED_ITEMS) + 1 for s in samples)
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, 1.5, True, "8"])
+def test_a_window_needs_at_least_one_call_in_flight(origin, concurrency):
+    with pytest.raises(ValueError, match="concurrency must be an integer of at least 1"):
+        stream_health_window(origin.url, 2, concurrency=concurrency)
+
+
 def test_a_json_answer_is_an_error_sample():
     with serve_stockroom() as srv:  # JSON mode: no stream to measure
         samples = stream_health_window(srv.url, 2)

@@ -111,3 +111,32 @@ def test_dns_rebinding_protection_answers_before_the_guard(url):
     assert _post(url, body, foreign_host).status_code == 421
     foreign_origin = [*headers, ("Origin", "http://evil.example")]
     assert _post(url, body, foreign_origin).status_code == 403
+
+
+def test_the_cheap_meta_type_filter_answers_exactly_as_the_full_validation(monkeypatch):
+    """Every recorded request, and every _meta mistyping of a valid one: the guard's verdict is the same
+    with its pre-filter as with the full validation run on every body."""
+    import mcplab.request_guard as guard
+    from mcplab.transcript import load_transcripts
+    from mcplab.versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL
+
+    bodies = []
+    for transcript in load_transcripts():
+        for exchange in transcript.exchanges:
+            if isinstance(exchange.request, dict):
+                bodies.append((json.dumps(exchange.request).encode(), list(exchange.request_headers)))
+    for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL):
+        for wrong in (1, "s", [], {}, None, True):
+            body, headers = build_request("tools/list", {}, era="modern", id=3)
+            body["params"]["_meta"][key] = wrong
+            bodies.append((json.dumps(body).encode(), headers))
+    for meta in ("text", 5, [], None):
+        body, headers = build_request("tools/list", {}, era="modern", id=4)
+        body["params"]["_meta"] = meta
+        bodies.append((json.dumps(body).encode(), headers))
+    filtered = [guard.guarded_violation(body, headers) for body, headers in bodies]
+    monkeypatch.setattr(guard, "_meta_mistyped", lambda message: True)
+    full = [guard.guarded_violation(body, headers) for body, headers in bodies]
+    verdicts = [None if found is None else (found[0], found[1].case, found[1].code) for found in filtered]
+    assert verdicts == [None if found is None else (found[0], found[1].case, found[1].code) for found in full]
+    assert sum(v is not None for v in verdicts) >= 8  # the mistyped ones are answered by the guard

@@ -21,9 +21,7 @@ from re import _constants as _sre
 from re import _parser as _sre_parser
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError, ValidationError, validators
-from jsonschema_specifications import REGISTRY as _METASCHEMAS
-
+from .._schema import jsonschema
 from ..errors import EvidenceError
 from ..evidence import canonical_json
 from ..redaction import REDACTED, is_secret_key
@@ -125,16 +123,16 @@ def _patterns(schema: Any, budget: int = 10_000) -> Iterator[tuple[str, str]]:
             stack.extend(node)
 
 
-def _safe_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _safe_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
     if validator.is_type(instance, "string") and isinstance(pattern, str) and not risky_pattern(pattern):
         if not re.search(pattern, instance):
-            yield ValidationError(f"{instance[:60]!r} does not match {pattern[:80]!r}")
+            yield jsonschema().ValidationError(f"{instance[:60]!r} does not match {pattern[:80]!r}")
 
 
 @lru_cache(maxsize=16)
 def _bounded(cls: Any) -> Any:
     """``cls`` whose ``pattern`` keyword skips a pattern that can backtrack exponentially."""
-    return validators.extend(cls, {"pattern": _safe_pattern})
+    return jsonschema().validators.extend(cls, {"pattern": _safe_pattern})
 
 
 def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
@@ -150,10 +148,12 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
         out["blockers"].append(_blocker("descriptor_schema_unusable", "schema", "the descriptor's inputSchema is missing, "
                                         f"not an object, or over the bounds ({MAX_SCHEMA_BYTES} bytes, 64 levels)"))
         return out
-    cls = validators.validator_for(schema, default=Draft202012Validator)
+    schemas = jsonschema()  # imported here: only a schema check pays for it (see mcplab._schema)
+    from jsonschema_specifications import REGISTRY as metaschemas
+    cls = schemas.validators.validator_for(schema, default=schemas.Draft202012Validator)
     try:
         cls.check_schema(schema)
-    except SchemaError as exc:
+    except schemas.SchemaError as exc:
         out["blockers"].append(_blocker("descriptor_schema_invalid", "schema", f"the descriptor's inputSchema is invalid: {exc.message}"))
         return out
     risky = {(keyword, pattern[:200]) for keyword, pattern in _patterns(schema) if risky_pattern(pattern)}
@@ -166,7 +166,7 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
     try:
         # The registry holds only the dialects' own metaschemas and retrieves nothing: jsonschema's default would
         # fetch a remote $ref (any URL a server put in its descriptor).
-        found = _bounded(cls)(schema, registry=_METASCHEMAS).iter_errors(arguments)
+        found = _bounded(cls)(schema, registry=metaschemas).iter_errors(arguments)
         errors = sorted(islice(found, MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
     except (RecursionError, Exception) as exc:  # noqa: BLE001 - an unresolvable or self-referencing $ref: nothing is fetched
         out["blockers"].append(_blocker("descriptor_schema_unusable", "schema",

@@ -39,7 +39,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -283,6 +282,8 @@ def build_proxy_app(upstream: str, mode: str = "faithful", *, host: str = "127.0
         raise ProxyError(f"--host {host!r}: the proxy serves its records unauthenticated, so it listens on loopback "
                          "only (127.0.0.1, ::1 or localhost)")
     origin = f"{parts.scheme}://{parts.netloc}"
+    from mcp.server.transport_security import TransportSecurityMiddleware  # the SDK loads with a proxy, not with check
+
     rebinding = TransportSecurityMiddleware(transport_security(host))
     records = _Records()
     numbers = itertools.count(1)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
-from jsonschema import Draft202012Validator
 
+from .._schema import jsonschema
 from .media import PNG_BASE64, WAV_BASE64
 from .mrtr import Flow, elicit, list_roots, sample
 from .tasks import TaskHandle
@@ -59,7 +59,7 @@ class ToolFixture:
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> list[str]:
         """Why ``arguments`` do not satisfy the input schema (JSON Schema 2020-12), empty when they do."""
-        validator = Draft202012Validator(self.input_schema)
+        validator = jsonschema().Draft202012Validator(self.input_schema)
         return sorted(f"{'/'.join(map(str, error.absolute_path)) or '(arguments)'}: {error.message}"
                       for error in validator.iter_errors(dict(arguments)))
 

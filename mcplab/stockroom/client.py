@@ -243,21 +243,29 @@ class StockroomClient(StockroomAPI):
 
 
 
-def stream_health_window(url: str, count: int, *, era: str = "modern") -> list[dict[str, Any]]:
+def stream_health_window(url: str, count: int, *, era: str = "modern", concurrency: int = 8) -> list[dict[str, Any]]:
     """``count`` streamed ``read_stock`` calls (each with a progress token) as health samples.
 
     Each call is one live capture (``mcplab.live``: arrival time of every SSE event, end of
     stream); ``t`` is the call's index. A call that did not end as a 200 stream is an error
     sample. For :func:`~mcplab.release.evaluate_health` and :func:`~mcplab.plots.plot_health`.
+    Up to ``concurrency`` calls are in flight at once (each stream is paced by the server, so a
+    window takes about as long as one stream, not ``count`` of them); samples keep call order.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..live.capture import capture_client, send  # the live layer sits above the stockroom
 
-    samples = []
-    with capture_client() as http:
-        for i in range(count):
-            body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
-                                                         "_meta": {"progressToken": f"health-{i}"}}, era=era, id=i + 1)
-            capture = send(http, url, headers, body)
-            failed = capture.status != 200 or not capture.is_stream or not capture.ended
-            samples.append(stream_health_sample(float(i), capture.timing(), error=failed))
-    return samples
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer of at least 1, got {concurrency!r}")
+
+    def sample(i: int) -> dict[str, Any]:
+        body, headers = build_request("tools/call", {"name": STREAM_TOOL, "arguments": {},
+                                                     "_meta": {"progressToken": f"health-{i}"}}, era=era, id=i + 1)
+        capture = send(http, url, headers, body)
+        failed = capture.status != 200 or not capture.is_stream or not capture.ended
+        return stream_health_sample(float(i), capture.timing(), error=failed)
+
+    with capture_client() as http, ThreadPoolExecutor(max_workers=max(1, min(concurrency, count)),
+                                                      thread_name_prefix="health-window") as pool:
+        return list(pool.map(sample, range(count)))

@@ -6,6 +6,9 @@ one trace record, so a crash can never leave a change without its record or the 
 trace is hash-chained (``hash = sha256(prev_hash + canonical record)``) and SQLite triggers refuse
 UPDATE and DELETE on it. A reset restores the seed items under a new random *epoch*, which every
 approval (sealed requestState or out-of-band approval) is bound to, so none from before a reset applies after it.
+Group commit: transactions that queue up behind one another share one ``COMMIT`` (one fsync), each
+in its own ``SAVEPOINT``; none returns before that ``COMMIT`` has, so a record is durable before its
+answer leaves, and records stay in chain order (see :meth:`Ledger.transaction`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ __all__ = ["Ledger", "LedgerError", "TraceRecord", "GENESIS_HASH", "MEMORY", "DE
            "default_db_path"]
 
 MEMORY = ":memory:"
+#: The most units of work one group commit holds, so a steady queue cannot postpone a COMMIT for long.
+MAX_GROUP = 64
 #: ``prev_hash`` of the first trace record.
 GENESIS_HASH = "0" * 64
 _SCHEMA_VERSION = "2"
@@ -120,6 +125,9 @@ class Ledger:
         self.path = str(path) if str(path) == MEMORY else str(Path(path).expanduser())
         self._clock = clock
         self._lock = threading.RLock()
+        self._group: _Group | None = None  # the open transaction units are joining, if any
+        self._waiting = 0  # threads asking for the connection: while any wait, the group stays open for them
+        self._waiting_lock = threading.Lock()
         if self.path != MEMORY:
             if Path(self.path).is_dir():
                 raise LedgerError(f"{self.path}: is a directory, expected a database file")
@@ -152,6 +160,8 @@ class Ledger:
     # -- connection management -------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
+            if self._group is not None:
+                self._commit_group()
             self._conn.close()
 
     def __enter__(self) -> Ledger:
@@ -162,10 +172,94 @@ class Ledger:
 
     @contextmanager
     def transaction(self) -> Iterator[_Tx]:
-        """One atomic unit of work; rolled back whole on any exception."""
+        """One atomic unit of work, rolled back whole on any exception, and durable when the block ends.
+
+        Callers in this process take turns on the connection (a lock); other processes wait at
+        ``BEGIN IMMEDIATE`` (a busy timeout). A unit that finds the group transaction open joins it
+        in a ``SAVEPOINT`` (so a failing unit rolls back alone); the unit that ends with nobody
+        waiting behind it (or with :data:`MAX_GROUP` units in) commits the group, and every unit's
+        block returns only after that ``COMMIT`` returned (``synchronous=FULL``: the WAL is on disk).
+        If the ``COMMIT`` fails, every unit of the group raises :class:`LedgerError`: nothing of it
+        was kept, and nothing of it was answered.
+        """
+        if self.readonly:
+            with self._readonly_transaction() as tx:
+                yield tx
+            return
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+        try:
+            with self._unit() as tx:
+                group = self._group
+                yield tx
+        finally:
+            try:
+                with self._waiting_lock:
+                    last = self._waiting == 0
+                if self._group is not None and (last or self._group.size >= MAX_GROUP):
+                    self._commit_group()
+            finally:
+                self._lock.release()
+        group.durable.wait()
+        if group.error is not None:
+            raise LedgerError(f"{self.path}: {group.error}")
+
+    @contextmanager
+    def _unit(self) -> Iterator[_Tx]:
+        """One unit of work: a SAVEPOINT in the open group transaction (begun here if none is open); the lock is held."""
+        try:
+            if self._group is None:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._group = _Group()
+            self._conn.execute("SAVEPOINT unit")
+            try:
+                yield _Tx(self._conn, self._clock)
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK TO unit")
+                    self._conn.execute("RELEASE unit")
+                else:  # SQLite rolled the whole transaction back (I/O error, full disk): the group is lost
+                    self._lose_group("the transaction was rolled back")
+                raise
+            self._conn.execute("RELEASE unit")
+            self._group.size += 1
+        except sqlite3.Error as exc:  # a database problem, not a bug of the caller: name the file
+            if self._group is not None and not self._conn.in_transaction:
+                self._lose_group(_explain(exc))
+            raise LedgerError(f"{self.path}: {_explain(exc)}") from exc
+
+    def _commit_group(self) -> None:
+        """COMMIT the open group (the lock is held; with synchronous=FULL the WAL is on disk when it
+        returns) and wake its units; a failed COMMIT fails them all at once."""
+        group, self._group = self._group, None
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            group.error = f"{_explain(exc)} (nothing of this transaction was kept)"
+            if self._conn.in_transaction:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the group is already reported lost; the next BEGIN starts clean or says why
+        finally:
+            group.durable.set()
+
+    def _lose_group(self, why: str) -> None:
+        group, self._group = self._group, None
+        if group is not None:
+            group.error = f"{why} (nothing of this transaction was kept)"
+            group.durable.set()
+
+    @contextmanager
+    def _readonly_transaction(self) -> Iterator[_Tx]:
         with self._lock:
             try:
-                self._conn.execute("BEGIN" if self.readonly else "BEGIN IMMEDIATE")
+                self._conn.execute("BEGIN")
                 try:
                     yield _Tx(self._conn, self._clock)
                     self._conn.execute("COMMIT")
@@ -173,7 +267,7 @@ class Ledger:
                     if self._conn.in_transaction:
                         self._conn.execute("ROLLBACK")
                     raise
-            except sqlite3.Error as exc:  # a database problem, not a bug of the caller: name the file
+            except sqlite3.Error as exc:
                 raise LedgerError(f"{self.path}: {_explain(exc)}") from exc
 
     # -- read-only conveniences ------------------------------------------------------------
@@ -217,6 +311,17 @@ class Ledger:
         """``(seq, hash)`` of the newest record: remember it to anchor a later :meth:`verify`."""
         with self.transaction() as tx:
             return tx.last()
+
+
+class _Group:
+    """The units of work sharing one open transaction; ``durable`` is set once its COMMIT is on disk, or failed."""
+
+    __slots__ = ("durable", "error", "size")
+
+    def __init__(self) -> None:
+        self.durable = threading.Event()
+        self.error: str | None = None
+        self.size = 0
 
 
 class _Tx:

@@ -13,6 +13,8 @@ loopback hosts, behind the same Host/Origin checks as ``/mcp``). A ``GET /mcp`` 
 stockroom never pushes anything, and the SDK would otherwise hold a 2025-11-25 listen stream open
 that no event ever reaches. The admin POST bodies are read up to :data:`ADMIN_MAX_BODY_BYTES`
 (more is 413) and must be one JSON object (invalid, or nested too deeply to parse, is 400).
+The SDK is imported by the functions that build the server, so importing the stockroom (a lab's
+setup cell) does not pay for it.
 """
 
 from __future__ import annotations
@@ -22,16 +24,10 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as t
-from mcp.server import Server
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -44,6 +40,11 @@ from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
 from .rules import ApprovalError, Stockroom
+
+if TYPE_CHECKING:
+    import mcp_types as t
+    from mcp.server import Server
+    from mcp.server.transport_security import TransportSecuritySettings
 
 __all__ = ["SERVER_NAME", "INSTRUCTIONS", "PROGRESS_INTERVAL_SECONDS", "ADMIN_MAX_BODY_BYTES", "build_server", "build_app",
            "serve_stockroom", "RunningServer", "ServeError"]
@@ -90,6 +91,9 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 
 def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
+    import mcp_types as t
+    from mcp.shared.exceptions import MCPError
+
     if outcome.kind == "error":
         error = outcome.error or {}
         raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
@@ -107,6 +111,8 @@ async def _stream_progress(ctx: Any, items: list[dict[str, Any]], interval: floa
     Only when the request carries a progress token: without one the call answers at once. The
     items come from the one consistent read already recorded, so streaming adds no trace row.
     """
+    from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+
     if progress_token_from_params(ctx.params) is None:
         return
     total = len(items)
@@ -123,6 +129,10 @@ def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_IN
     ``read_stock`` with a progress token streams its items as progress (see :data:`STREAM_TOOL`),
     ``progress_interval`` seconds apart.
     """
+    import mcp_types as t
+    from mcp.server import Server
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     tools = [t.Tool.model_validate(descriptor) for descriptor in stockroom.tools()]
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
@@ -149,6 +159,8 @@ def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_IN
 
 def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | None) -> list[Route]:
     """The course conveniences, behind the same Host/Origin checks as ``/mcp`` (and JSON-only POSTs)."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
     guard = TransportSecurityMiddleware(security)
 
     def guarded(handler: Any, *, post: bool = False) -> Any:
