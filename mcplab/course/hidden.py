@@ -47,6 +47,8 @@ _CELL_FRAME = re.compile(r"Cell In\[\d+\], line (\d+)")
 #: Secret lines shorter than this (``)``, ``else:``) are too common to count as a leak.
 MIN_SECRET_CHARS = 8
 _WORD = re.compile(r"\w+")
+#: An import line names public modules only: never a secret, even inside a hidden region.
+_IMPORT = re.compile(r"^(?:import\s+[\w.]+|from\s+[\w.]+\s+import\s)")
 
 
 def hidden_line_numbers(source: str, begin: str = _BEGIN_HIDDEN, end: str = _END_HIDDEN) -> set[int]:
@@ -111,7 +113,7 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
 
     A line that also appears in the notebook outside those regions (an import, ``return result``)
     is not secret, nor is one too generic to tell anything (shorter than ``MIN_SECRET_CHARS`` or
-    fewer than three words: ``continue``, ``return False``). Feedback on a submission that
+    fewer than three words: ``continue``, ``return False``; an import line). Feedback on a submission that
     contains the solutions is checked with ``solutions=False``: the student's own answer may show,
     so solution lines then count as public.
     """
@@ -130,7 +132,8 @@ def secret_lines(source_notebook: NotebookNode | str | Path, *, solutions: bool 
                 secret.add(line.strip())
             else:
                 public.add(line.strip())
-    return {line for line in secret - public if len(line) >= MIN_SECRET_CHARS and len(_WORD.findall(line)) >= 3}
+    return {line for line in secret - public
+            if len(line) >= MIN_SECRET_CHARS and len(_WORD.findall(line)) >= 3 and not _IMPORT.match(line)}
 
 
 def visible_text(path: Path, *, outputs_only: bool = False) -> str:
