@@ -1,10 +1,11 @@
 """``mcplab course autograde LAB``: every submission of a lab, graded sealed, in parallel.
 
-Design: the expensive part of grading, running each submission, happens first and in parallel
-(``jobs`` sandboxes at once); then one ``nbgrader autograde`` process grades the batch, taking each
-execution from a cache instead of running it again (:class:`~mcplab.course.grading.SealedExecute`
-looks it up by the hash of the exact notebook it would run). That process is the only writer of
-the gradebook, so SQLite is never raced. An execution whose notebook nbgrader prepares
+Design: the expensive part of grading, running each submission, happens in parallel (``jobs``
+sandboxes at once) while one ``nbgrader autograde`` process grades the batch beside them, taking
+each execution from a cache as soon as it is there instead of running it again
+(:class:`~mcplab.course.grading.SealedExecute` looks it up by the hash of the exact notebook it
+would run, and waits while a ``.pending`` marker says it is being run). That process is the only
+writer of the gradebook, so SQLite is never raced. An execution whose notebook nbgrader prepares
 differently is simply run again by nbgrader: the cache can make grading faster, never different.
 The cache is a folder inside the course (never visible to a sandbox) and is removed afterwards.
 """
@@ -134,31 +135,42 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
                 prepared[student] = prepare_submission(course_dir, lab, student, path, config)
             except Exception as exc:  # noqa: BLE001 - nbgrader grades (or reports) this one itself
                 say(f"{lab}/{student}: could not be prepared ahead ({type(exc).__name__}: {exc}); nbgrader will run it")
-        started = time.monotonic()
-        say(f"{lab}: running {len(prepared)} submission(s), {jobs} at a time, {'sealed' if sealed else 'UNSEALED (no isolation)'}")
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(run_notebook, text, limits=limits, sealed=sealed, slot=i % max(1, jobs),
-                                   course_root=course_dir): student for i, (student, text) in enumerate(prepared.items())}
-            for done, future in enumerate(as_completed(futures), start=1):
-                student = futures[future]
-                execution = future.result()
-                executions[student] = execution
-                key = execution_key(prepared[student], limits, sealed)
-                (cache / f"{key}.json").write_text(json.dumps(execution.to_json()), encoding="utf-8")
-                say(f"{lab}: {done}/{len(futures)} ran ({student}: {execution.seconds:.1f} s"
-                    f"{', stopped at the wall limit' if execution.wall_exceeded else ''})")
-        result.execute_seconds = time.monotonic() - started
-        started = time.monotonic()
-        say(f"{lab}: grading {len(found)} submission(s) with nbgrader")
+        keys = {student: execution_key(text, limits, sealed) for student, text in prepared.items()}
+        for key in keys.values():  # nbgrader waits for these instead of running them again
+            (cache / f"{key}.pending").touch()
         args = ["autograde", lab, "--force", f"--SealedExecute.cache_dir={cache}", f"--SealedExecute.sealed={sealed}"]
         if timeout:
             args.append(f"--Execute.timeout={int(round(timeout))}")
         if students is not None:
             args += ["--student", students[0]] if len(students) == 1 else []
+        started = time.monotonic()
+        say(f"{lab}: running {len(prepared)} submission(s), {jobs} at a time, {'sealed' if sealed else 'UNSEALED (no isolation)'}; "
+            "nbgrader grades each as soon as it has run")
+        grading = ThreadPoolExecutor(max_workers=1)
+        graded = grading.submit(nbgrader, course_dir, *args)
         try:
-            nbgrader(course_dir, *args)
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                futures = {pool.submit(run_notebook, text, limits=limits, sealed=sealed, slot=i % max(1, jobs),
+                                       course_root=course_dir): student for i, (student, text) in enumerate(sorted(prepared.items()))}
+                for done, future in enumerate(as_completed(futures), start=1):
+                    student = futures[future]
+                    execution = future.result()
+                    executions[student] = execution
+                    ready = cache / f"{keys[student]}.json"
+                    ready.with_suffix(".tmp").write_text(json.dumps(execution.to_json()), encoding="utf-8")
+                    ready.with_suffix(".tmp").replace(ready)
+                    (cache / f"{keys[student]}.pending").unlink(missing_ok=True)
+                    say(f"{lab}: {done}/{len(futures)} ran ({student}: {execution.seconds:.1f} s"
+                        f"{', stopped at the wall limit' if execution.wall_exceeded else ''})")
         finally:
-            result.grade_seconds = time.monotonic() - started
+            for pending in cache.glob("*.pending"):  # a run that failed: nbgrader stops waiting and runs it itself
+                pending.unlink(missing_ok=True)
+            result.execute_seconds = time.monotonic() - started
+            try:
+                graded.result()
+            finally:
+                grading.shutdown()
+                result.grade_seconds = time.monotonic() - started
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     scores = _scores(course_dir, lab, list(found))

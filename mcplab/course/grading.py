@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ class SealedExecute(Execute):
         except CheckError as exc:
             raise CourseError(str(exc)) from None
         text = nbformat.writes(copy)
-        execution = _cached(self.cache_dir, execution_key(text, self.limits(), self.sealed))
+        execution = _cached(self.cache_dir, execution_key(text, self.limits(), self.sealed), self.wall_limit + 60)
         if execution is None:
             root = CourseDirectory(config=self.config).root
             execution = run_notebook(text, limits=self.limits(), sealed=self.sealed, course_root=Path(root).resolve())
@@ -168,10 +169,14 @@ def execution_key(text: str, limits: Limits, sealed: bool) -> str:
     return h.hexdigest()
 
 
-def _cached(cache_dir: str, key: str) -> Execution | None:
+def _cached(cache_dir: str, key: str, wait: float) -> Execution | None:
+    """The execution ``mcplab course autograde`` ran for ``key``; waits up to ``wait`` s while it is still running."""
     if not cache_dir:
         return None
-    path = Path(cache_dir) / f"{key}.json"
+    path, pending = Path(cache_dir) / f"{key}.json", Path(cache_dir) / f"{key}.pending"
+    deadline = time.monotonic() + wait
+    while not path.exists() and pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling a file another process of ours writes; the deadline bounds it
     try:
         return Execution.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, IndexError):
