@@ -262,7 +262,7 @@ class WhereAmI:
             import ipywidgets as widgets
 
             button = widgets.Button(description="Refresh", icon="refresh", tooltip="run the visible checks again",
-                                    layout=widgets.Layout(width="auto"))
+                                    layout=widgets.Layout(width="auto", align_self="flex-start"))
             button.add_class("mcplab-progress-refresh")
             view = widgets.HTML(self.to_html())
             self._widget = widgets.VBox([button, view])

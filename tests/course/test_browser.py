@@ -196,6 +196,8 @@ def browser_page():
 
 @pytest.mark.parametrize("lab", ["lab_c_sdk_diff", "lab_d_proxy_repair"])
 def test_run_all_stops_first_at_the_check_of_exercise_1_and_tables_say_what_they_need(jupyterlab, browser_page, lab):
+    from playwright.sync_api import expect
+
     base, token = jupyterlab
     page = browser_page
     try:
@@ -204,6 +206,15 @@ def test_run_all_stops_first_at_the_check_of_exercise_1_and_tables_say_what_they
         # the display cell before the check ran, and says it needs the answer instead of raising
         expect_text = page.get_by_text("This cell needs your answer to Exercise 1")
         assert expect_text.count() == 1
+        # Where am I, refreshed after Run All: exercise 1 not answered, exercise 2's cell not reached, no points yet
+        where = page.locator(".mcplab-progress").first
+        where.scroll_into_view_if_needed()
+        where.locator(".mcplab-progress-refresh").click()
+        expect(where).to_contain_text("not answered", timeout=120_000)  # the kernel ran the visible checks
+        expect(where).to_contain_text("0 of 7 autograded points")
+        rows = [line.split("\t") for line in where.inner_text().splitlines() if line.startswith(("Exercise", "Written"))]
+        assert [row[2] for row in rows] == ["not answered", "not run yet", "not written yet (as last saved)"], rows
+        where.screenshot(path=str(ARTIFACTS / f"{lab}_where_am_i.png"))
         if lab == "lab_c_sdk_diff":
             # the observations tables fit the notebook: nothing cut off, no scrolling sideways
             overflow = page.evaluate("""() => [...document.querySelectorAll('.jp-OutputArea-output table.dataframe')]
