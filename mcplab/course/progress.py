@@ -209,8 +209,9 @@ class WhereAmI:
         """Read the notebook file again and run every exercise's visible checks in the kernel."""
         self.notebook = _find_notebook(self.lab) if self.notebook is None else self.notebook
         if self.notebook is None:
-            self.problem = (f"cannot find the notebook {Path(self.lab).stem}.ipynb next to the kernel "
-                            f"({Path.cwd()}): pass its path, where_am_i('path/to/{Path(self.lab).stem}.ipynb')")
+            name = f"{Path(self.lab).stem}.ipynb"
+            self.problem = (f"Where am I reads the saved notebook {name}, and the kernel does not see it in {Path.cwd()}: "
+                            f"open the lab in JupyterLab from its own folder, or pass its path: where_am_i('path/to/{name}')")
             self.exercises = []
         else:
             self.problem = None

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..stockroom.catalog import TOOL_NAMES, TOOLS, WRITE_TOOL, policy_for
 from ..stockroom.outcome import StockroomAPI, ToolOutcome, ToolRefused
+from .rows import frame_html, result_rows, rows_html, short
 
 __all__ = [
     "CIRCUIT_TOOLS",
@@ -209,68 +210,6 @@ def _pre(value: Any, cls: str = "") -> str:
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     klass = f' class="{cls}"' if cls else ""
     return f"<pre{klass} style=\"white-space: pre-wrap; margin: 0\">{html.escape(text)}</pre>"
-
-
-#: Table cells never wrap (an item name stays on one line); the panel wraps whole tables instead.
-_CELL = "white-space: nowrap; text-align: left; padding: 2px 10px 2px 0"
-_ROW_LIMIT = 200
-
-
-def _frame_html(frame: pd.DataFrame, cls: str) -> str:
-    """A DataFrame as a compact HTML table whose cells do not wrap (the values escaped)."""
-    head = "".join(f'<th style="{_CELL}">{html.escape(str(c))}</th>' for c in frame.columns)
-    body = "".join("<tr>" + "".join(f'<td style="{_CELL}">{html.escape(_short(v))}</td>' for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    return (f'<table class="dataframe {cls}" style="border-collapse: collapse; width: auto; margin: 4px 0">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-
-def _short(value: Any) -> str:
-    """One readable line for a value: lists of {sku, ...} as 'SR-101 0 -> 6', dicts as 'key value'."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, dict):
-        if {"on_order_before", "on_order_after"} <= value.keys():
-            return f"{value.get('sku', '?')} on_order {value['on_order_before']} -> {value['on_order_after']}"
-        if {"sku", "add_on_order"} <= value.keys():
-            return f"{value['sku']} +{value['add_on_order']}"
-        return ", ".join(f"{k} {_short(v)}" for k, v in value.items())
-    if isinstance(value, list):
-        return "; ".join(_short(v) for v in value) if value else "(none)"
-    text = str(value)
-    return text if len(text) <= _ROW_LIMIT else text[:_ROW_LIMIT] + "\u2026"
-
-
-def _result_rows(result: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """What the result area shows, as (label, value) rows: the outcome's own fields, not its JSON.
-
-    An approval request is summed up by its question line (the pending diff shows the lines), a
-    sealed ``requestState`` by its length.
-    """
-    rows: list[tuple[str, str]] = []
-    for key, value in result.items():
-        if key == "inputRequests" and isinstance(value, dict):
-            for name, request in value.items():
-                params = request.get("params", {}) if isinstance(request, dict) else {}
-                message = str(params.get("message", "")).splitlines()
-                rows.append((f"asks {name}", message[0] if message else _short(request)))
-        elif key == "requestState":
-            rows.append(("requestState", "sealed by the server: sent back with the answer"))
-        elif key in ("structured", "error") and isinstance(value, dict) and not prefix:
-            rows.extend(_result_rows(value, "" if key == "structured" else "error "))
-        elif key in ("changes", "lines") and isinstance(value, list) and value:
-            rows.extend((prefix + key if i == 0 else "", _short(v)) for i, v in enumerate(value))
-        else:
-            rows.append((prefix + key, _short(value)))
-    return rows
-
-
-def _rows_html(rows: list[tuple[str, str]], cls: str) -> str:
-    body = "".join(f'<tr><th style="{_CELL}; font-weight: normal; color: #616161">{html.escape(label)}</th>'
-                   f'<td style="white-space: pre-wrap; text-align: left">{html.escape(value)}</td></tr>' for label, value in rows)
-    return f'<table class="{cls}" style="border-collapse: collapse; width: auto; margin: 4px 0"><tbody>{body}</tbody></table>'
 
 
 class CircuitPanel:
@@ -500,7 +439,7 @@ class CircuitPanel:
 
         version = self.ledger_version
         heading = f"<b>Ledger v{html.escape(str(version))}</b>" if version is not None else "<b>Ledger (unavailable)</b>"
-        self.ledger_view.value = heading + _frame_html(self.ledger_frame(), "mcplab-ledger-table")
+        self.ledger_view.value = heading + frame_html(self.ledger_frame(), "mcplab-ledger-table")
 
         if not waiting:
             self.diff_view.value = "<b>Pending approval</b><p>No approval pending.</p>"
@@ -508,16 +447,16 @@ class CircuitPanel:
             details = self._pending.approval_details if self._pending else {}
             question = str(details.get("message", "")).splitlines()
             body = f"<p>{html.escape(question[0])}</p>" if question else ""
-            body += _frame_html(self.diff_frame(), "mcplab-diff-table") if self._diff else ""
+            body += frame_html(self.diff_frame(), "mcplab-diff-table") if self._diff else ""
             payload = details.get("payload")
             if isinstance(payload, dict):
-                body += _rows_html([("exact payload", _short({k: v for k, v in payload.items() if k != "lines"})),
-                                    ("lines", _short(payload.get("lines")))], "mcplab-payload-table")
+                body += rows_html([("exact payload", short({k: v for k, v in payload.items() if k != "lines"})),
+                                    ("lines", short(payload.get("lines")))], "mcplab-payload-table")
             if self._diff_error:
                 body += _pre(self._diff_error, "mcplab-error")
             self.diff_view.value = "<b>Pending approval</b>" + body
 
-        result = "<b>Result</b>" + (_rows_html(_result_rows(self._result), "mcplab-result-table")
+        result = "<b>Result</b>" + (rows_html(result_rows(self._result), "mcplab-result-table")
                                     if self._result is not None else "<p>No call yet.</p>")
         if self._refresh_errors:
             result += "<b>Could not redraw</b>" + _pre(self._refresh_errors, "mcplab-error")
@@ -529,4 +468,4 @@ class CircuitPanel:
             status = "<b>Trace</b> \u2014 chain intact"
         else:
             status = "<b>Trace</b> \u2014 chain BROKEN" + _pre("\n".join(self._problems), "mcplab-error")
-        self.trace_view.value = status + _frame_html(self.trace_frame(), "mcplab-trace-table")
+        self.trace_view.value = status + frame_html(self.trace_frame(), "mcplab-trace-table")

@@ -142,6 +142,9 @@ def test_run_all_on_the_untouched_release_stops_first_at_the_check_of_exercise_1
     where = next(line for line in shown.splitlines() if line.startswith("WHERE"))
     assert "'visible checks pass'" not in where and "(0.0, " in where, where
     assert "('autograded', 'not answered')" in where and "('written', 'not written yet (as last saved)')" in where, where
+    if lab == "lab_d_proxy_repair":  # the step table and the lines under it agree: no step 2 without a repair
+        assert "2 repaired proxy, 3 futureHint kept: these steps need your answer to Exercise 1" in shown
+        assert "2 repaired proxy:" not in shown and "1 broken proxy: rollback, sdk and proxy did not pass" in shown
     # the last cell ran mcplab check against the reference server and showed its verdict table
     assert "$ mcplab check --url http://127.0.0.1:" in shown and "CASE" in shown and "exit code" in shown
 
