@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..stockroom.catalog import TOOL_NAMES, TOOLS, WRITE_TOOL, policy_for
 from ..stockroom.outcome import StockroomAPI, ToolOutcome, ToolRefused
+from .rows import frame_html, result_rows, rows_html, short
 
 __all__ = [
     "CIRCUIT_TOOLS",
@@ -263,8 +264,10 @@ class CircuitPanel:
         self.trace_view = area("trace")
         buttons = widgets.HBox([self.restock_button, self.clear_button, self.approve_button, self.reject_button,
                                 self.reset_button])
-        self.diff_view.layout.margin = "0 0 0 24px"
-        tables = widgets.HBox([self.ledger_view, self.diff_view])
+        for view in (self.ledger_view, self.diff_view):  # natural width: a table is never squeezed
+            view.layout.width, view.layout.flex = "auto", "0 0 auto"
+        self.ledger_view.layout.margin = "0 32px 0 0"
+        tables = widgets.HBox([self.ledger_view, self.diff_view], layout=widgets.Layout(flex_flow="row wrap"))
         self.widget = widgets.VBox([self.circuit_view, buttons, tables, self.result_view, self.trace_view])
         self.widget.add_class(CSS_CLASSES["panel"])
         self.refresh()
@@ -437,18 +440,25 @@ class CircuitPanel:
 
         version = self.ledger_version
         heading = f"<b>Ledger v{html.escape(str(version))}</b>" if version is not None else "<b>Ledger (unavailable)</b>"
-        self.ledger_view.value = heading + self.ledger_frame().to_html(index=False, classes="mcplab-ledger-table")
+        self.ledger_view.value = heading + frame_html(self.ledger_frame(), "mcplab-ledger-table")
 
         if not waiting:
             self.diff_view.value = "<b>Pending approval</b><p>No approval pending.</p>"
         else:
-            message = self._pending.approval_details.get("message", "") if self._pending else ""
-            body = self.diff_frame().to_html(index=False, classes="mcplab-diff-table") if self._diff else ""
+            details = self._pending.approval_details if self._pending else {}
+            question = str(details.get("message", "")).splitlines()
+            body = f"<p>{html.escape(question[0])}</p>" if question else ""
+            body += frame_html(self.diff_frame(), "mcplab-diff-table") if self._diff else ""
+            payload = details.get("payload")
+            if isinstance(payload, dict):
+                body += rows_html([("exact payload", short({k: v for k, v in payload.items() if k != "lines"})),
+                                    ("lines", short(payload.get("lines")))], "mcplab-payload-table")
             if self._diff_error:
                 body += _pre(self._diff_error, "mcplab-error")
-            self.diff_view.value = "<b>Pending approval</b>" + body + _pre(message, "mcplab-approval-message")
+            self.diff_view.value = "<b>Pending approval</b>" + body
 
-        result = "<b>Result</b>" + (_pre(self._result) if self._result is not None else "<p>No call yet.</p>")
+        result = "<b>Result</b>" + (rows_html(result_rows(self._result), "mcplab-result-table")
+                                    if self._result is not None else "<p>No call yet.</p>")
         if self._refresh_errors:
             result += "<b>Could not redraw</b>" + _pre(self._refresh_errors, "mcplab-error")
         self.result_view.value = result
@@ -459,4 +469,4 @@ class CircuitPanel:
             status = "<b>Trace</b> \u2014 chain intact"
         else:
             status = "<b>Trace</b> \u2014 chain BROKEN" + _pre("\n".join(self._problems), "mcplab-error")
-        self.trace_view.value = status + self.trace_frame().to_html(index=False, classes="mcplab-trace-table")
+        self.trace_view.value = status + frame_html(self.trace_frame(), "mcplab-trace-table")
