@@ -112,7 +112,9 @@ def _fails(expectation: Any, result: dict[str, Any] | None) -> str | None:
         good = bool(want(got)) if callable(want) else same(got, want)
     except Exception:  # noqa: BLE001 - a predicate that cannot read the output means the output is wrong
         good = False
-    return None if good else "your function returned a different answer"
+    if good:
+        return None
+    return "your function returned None (is a return missing?)" if got is None else "your function returned a different answer"
 
 
 def judge(checks: CheckSet, results: list[dict[str, Any]] | None, answers: list[tuple[str, str]] | None = None) -> Verdict:

@@ -164,7 +164,6 @@ def test_where_am_i_counts_the_visible_checks_of_answered_exercises(tmp_path):
 
 def test_needs_answer_says_what_is_missing_and_lets_other_errors_through(capsys):
     import __main__
-
     from mcplab.course.progress import needs_answer
 
     def unanswered(x):
