@@ -197,7 +197,7 @@ class Tally:
     survived: int = 0
     equivalent: int = 0
     not_run: int = 0
-    survivors: list[tuple[str, str]] = field(default_factory=list)
+    survivors: list[tuple[str, str]] = field(default_factory=list)  # (mutant, "[status]\n" + diff)
 
     @property
     def score(self) -> float | None:
@@ -258,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="drop the cached results of the chosen modules first")
     parser.add_argument("--report", action="store_true", help="print the table from the cache; run nothing")
     parser.add_argument("--survivors", action="store_true", help="print the diff of every surviving mutant")
+    parser.add_argument("--toml", action="store_true", help="print each survivor as an [[equivalent]] entry to fill in (no reason)")
     parser.add_argument("--target", type=float, default=90.0, help="minimum score per module, in percent (default 90)")
     args = parser.parse_args(argv)
     names = [ALIASES.get(m.removesuffix(".py").removeprefix("mcplab/"), m.removesuffix(".py").removeprefix("mcplab/")) for m in args.modules]
@@ -276,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.survivors:
             for mutant, diff in t.survivors:
                 print(f"--- {mutant} ({function_of(mutant)}) {diff}\n")
+        if args.toml:
+            for mutant, diff in t.survivors:
+                change = change_of(diff.split("\n", 1)[1])
+                print(f'[[equivalent]]\nmodule = "{name}"\nfunction = "{function_of(mutant)}"\n'
+                      f"change = '''\n{change}\n'''\nreason = \"\"\n")
         if not args.report:
             print_table([t])
     print()
