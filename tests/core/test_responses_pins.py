@@ -254,3 +254,18 @@ def test_a_stream_error_response_ignores_the_status_table():
     body = err(-32602)
     assert stream(body, status=200) == body
     check_stream("negative-result-and-error", "a response carries exactly one of result and error", {"jsonrpc": "2.0", "id": 1})
+
+
+def test_stream_responses_are_judged_in_their_era():
+    bare = err(-32022)
+    check_stream("negative-error-data", "-32022 needs data", bare)
+    assert stream(bare, era="legacy") == bare
+
+
+def test_a_stream_for_a_request_without_meta_or_without_a_request():
+    plain = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert stream(OK, request=plain) == OK
+    assert validate_response(sse(OK), None, headers=SSE_HEADERS) == OK
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p1"}}
+    check_stream("negative-sse-unrelated-notification", "event 0 reports progress for token 'p1', the request's is None",
+                 progress, OK, request=plain)
