@@ -495,3 +495,31 @@ def test_reject_unsolicited_retry():
     assert caught.value.message == "the request carries inputResponses, requestState but answers no input_required result"
     with pytest.raises(ProtocolViolation, match="^the request carries requestState but"):
         reject_unsolicited_retry({"params": {"requestState": "S"}})
+
+
+@pytest.mark.parametrize("raw", ["read\n", "Xé", "\x7fX"])
+def test_raw_names_with_invisible_characters_are_mismatches_not_whitespace(raw):
+    check(fault(*with_name(raw, name=raw)), -32020, "negative-name-header-mismatch",
+          f"Mcp-Name {raw!r} holds characters outside visible ASCII without the sentinel")
+
+
+def test_a_truthy_non_object_requirement_is_met_by_the_key():
+    assert missing_capabilities({"a": {}}, {"a": True}) == {}
+    assert missing_capabilities({}, {"a": True}) == {"a": True}
+
+
+def test_retry_type_error_messages():
+    original, asked, retry = rounds()
+    with pytest.raises(TypeError, match=r"^validate_retry needs the original request object and the input_required result object$"):
+        validate_retry(None, asked, retry)
+    with pytest.raises(TypeError, match=r"^validate the input_required result first: its inputRequests is not an object$"):
+        validate_retry(original, {**asked, "inputRequests": "x"}, retry)
+
+
+def test_a_retry_of_a_request_without_params_or_with_odd_meta():
+    original = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    retry = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"requestState": "S"}}
+    assert validate_retry(original, {"requestState": "S"}, retry) == retry
+    original = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": 5}}
+    retry = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": 5, "requestState": "S"}}
+    assert validate_retry(original, {"requestState": "S"}, retry) == retry

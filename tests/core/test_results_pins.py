@@ -322,3 +322,9 @@ def test_the_result_is_not_modified():
     snapshot = {**result}
     ok(result, method="tools/call")
     assert result == snapshot
+
+
+def test_the_default_method_is_tools_list():
+    with pytest.raises(ProtocolViolation) as caught:
+        validate_result({"resultType": "complete"}, "modern")
+    assert caught.value.case == "negative-tools-list-payload"
