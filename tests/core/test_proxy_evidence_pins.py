@@ -131,3 +131,9 @@ def test_boundary_statuses_are_statuses():
     origin = {**ORIGIN, "status": 100}
     assert proxy_findings(INGRESS, origin, {**origin, "status": 599})[0]["case"] == "negative-proxy-changed-status"
     assert proxy_findings({"body": None}, {"status": 204, "body": None}, {"status": 204, "body": None}) == []
+
+
+def test_raw_request_bodies_are_compared_as_json_not_as_event_streams():
+    ingress = {"headers": HEADERS, "body": b'{"jsonrpc":"2.0","id":7,"method":"tools/call"}'}
+    seen = {"headers": HEADERS, "body": b'{"jsonrpc":"2.0","id":8,"method":"tools/call"}'}
+    assert proxy_findings(ingress, {**ORIGIN, "request": seen}, ORIGIN)[0]["detail"] == "changed on the way in: body"

@@ -87,3 +87,17 @@ def test_allowed_drops_and_changed_values():
     diff = compare_sdk_view({"a": 1, "b": 2, "ttlMs": 1000}, {"ttlMs": 0}, allowed_drops=["b", "b", "z"])
     assert diff["allowedDrops"] == ["b", "z"]
     assert diff["semanticLoss"] == ["a", "ttlMs"]
+
+
+def test_observe_keeps_only_the_first_line_of_any_refusal(monkeypatch):
+    import mcplab.sdkview as sdkview
+
+    def refuse(message):
+        def view(*args, **kwargs):
+            raise ValueError(message)
+        return view
+
+    monkeypatch.setattr(sdkview, "sdk_view", refuse("first line\nsecond line"))
+    assert sdk_observe({})["exception"] == "ValueError: first line"
+    monkeypatch.setattr(sdkview, "sdk_view", refuse(""))
+    assert sdk_observe({})["exception"] == "ValueError: "
