@@ -101,3 +101,15 @@ def test_observe_keeps_only_the_first_line_of_any_refusal(monkeypatch):
     assert sdk_observe({})["exception"] == "ValueError: first line"
     monkeypatch.setattr(sdkview, "sdk_view", refuse(""))
     assert sdk_observe({})["exception"] == "ValueError: "
+
+
+def test_discover_view_drops_nulls():
+    raw = {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": None}, "instructions": None}
+    assert sdk_view(raw, "server/discover") == {"ttlMs": 0, "cacheScope": "private", "supportedVersions": ["2026-07-28"],
+                                                "capabilities": {}, "resultType": "complete"}
+
+
+def test_a_meta_list_is_bookkeeping_at_any_depth():
+    diff = compare_sdk_view({"_meta": [[{"k": 1}]]}, {"_meta": [[{}]]})
+    assert diff["bookkeeping"]["dropped"] == ["_meta[0][0].k"]
+    assert diff["semanticLoss"] == []
