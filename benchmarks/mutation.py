@@ -222,7 +222,8 @@ def tally(name: str, results: dict[str, dict[str, str]], equivalents: dict[tuple
     return t
 
 
-def run_module(name: str, *, max_children: int, nice: int, fresh: bool) -> None:
+def run_module(name: str, *, max_children: int, nice: int, fresh: bool) -> bool:
+    """Run mutmut for one module; False when mutmut failed (its log says why, e.g. a failing clean test)."""
     work = WORK / name
     if fresh and work.exists():
         shutil.rmtree(work)
@@ -232,15 +233,21 @@ def run_module(name: str, *, max_children: int, nice: int, fresh: bool) -> None:
     base = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)]
     log = work / "mutmut.log"
     print(f"[{name}] mutmut run (log: {log.relative_to(ROOT)})", flush=True)
+    ok = True
     with log.open("w") as out:
-        subprocess.run(base, cwd=work, stdout=out, stderr=subprocess.STDOUT, check=False)
-        if stamp.exists() and stamp.read_text() != fingerprint:
+        ok = subprocess.run(base, cwd=work, stdout=out, stderr=subprocess.STDOUT, check=False).returncode == 0
+        if ok and stamp.exists() and stamp.read_text() != fingerprint:
             # The tests changed since the cached verdicts: mutmut keeps old verdicts, so re-try every non-killed mutant.
             retry = [m for m, info in dump(work).items() if info["status"] not in KILLED]
             for start in range(0, len(retry), 200):
-                subprocess.run(base + retry[start:start + 200], cwd=work, stdout=out, stderr=subprocess.STDOUT, check=False)
-    if (work / "mutants").is_dir():
+                done = subprocess.run(base + retry[start:start + 200], cwd=work, stdout=out, stderr=subprocess.STDOUT, check=False)
+                ok = ok and done.returncode == 0
+    if ok:
         stamp.write_text(fingerprint)
+    else:
+        tail = log.read_text(errors="replace")[-1500:]
+        print(f"[{name}] mutmut failed; the table shows older cached results. End of {log.relative_to(ROOT)}:\n{tail}", file=sys.stderr)
+    return ok
 
 
 def print_table(tallies: list[Tally]) -> None:
@@ -268,10 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = names or list(MODULES)
     equivalents = load_equivalents()
-    tallies = []
+    tallies, failed = [], []
     for name in names:
-        if not args.report:
-            run_module(name, max_children=args.max_children, nice=args.nice, fresh=args.fresh)
+        if not args.report and not run_module(name, max_children=args.max_children, nice=args.nice, fresh=args.fresh):
+            failed.append(name)
         t = tally(name, dump(WORK / name), equivalents)
         tallies.append(t)
         if args.survivors:
@@ -286,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             print_table([t])
     print()
     print_table(tallies)
-    low = [t.name for t in tallies if t.score is None or t.score < args.target]
+    if failed:
+        print(f"mutmut failed for: {', '.join(failed)}")
+    low = [t.name for t in tallies if t.score is None or t.score < args.target or t.not_run or t.name in failed]
     if low:
-        print(f"below {args.target:.0f}% or not run: {', '.join(low)}")
+        print(f"below {args.target:.0f}% or not fully run: {', '.join(low)}")
     return 1 if low else 0
 
 
