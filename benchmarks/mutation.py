@@ -24,7 +24,6 @@ import argparse
 import filecmp
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -46,7 +46,7 @@ def test_write_evidence_writes_redacted_sorted_indented_json(tmp_path):
     target = tmp_path / "deep" / "er" / "case.json"
     got = write_evidence(str(target), {"b": "é", "a": {"Authorization": "Bearer abc"}})
     assert got == target
-    assert target.read_text("utf-8") == '{\n  "a": {\n    "Authorization": "%s"\n  },\n  "b": "é"\n}\n' % REDACTED
+    assert target.read_text("utf-8") == f'{{\n  "a": {{\n    "Authorization": "{REDACTED}"\n  }},\n  "b": "é"\n}}\n'
     assert sorted(os.listdir(target.parent)) == ["case.json"]
 
 
@@ -91,4 +91,4 @@ def test_the_temporary_file_is_hidden_beside_the_target(tmp_path, monkeypatch):
     assert dst == target
     assert os.path.dirname(src) == str(tmp_path)
     assert os.path.basename(src).startswith(".case.json.") and src.endswith(".tmp")
-    assert data == '{\n  "é": "ü"\n}\n'.encode("utf-8")
+    assert data == '{\n  "é": "ü"\n}\n'.encode()
