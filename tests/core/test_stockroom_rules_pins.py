@@ -523,3 +523,63 @@ def test_trace_keeps_small_arguments_and_summarises_hostile_ones(room):
     assert last(room)["arguments"] == fits
     assert room.verify() == []
     json.dumps(room.trace())
+
+
+def test_non_string_tool_names_are_denied(room):
+    for name in (5, ["read_stock"]):
+        data = refused(room.call_tool(name, {}), "tool_not_allowed", f"tool {str(name)!r} is not on the allow-list")
+        assert data["policy"] == "deny"
+    assert refused(room.call_tool("delete_item"), "tool_not_allowed", "tool")["policy"] == "deny"
+
+
+def test_a_hundred_lines_are_within_the_bound(room):
+    lines = [{"sku": f"S{i:03}", "add_on_order": 1} for i in range(MAX_LINES)]
+    outcome = room.call_tool("commit_reorder", {**RESTOCK, "lines": lines})
+    assert outcome.error["data"]["error"] != "invalid_arguments"
+
+
+def test_a_given_ledger_is_used(clock):
+    from mcplab.stockroom.ledger import Ledger
+    ledger = Ledger(":memory:")
+    room = Stockroom(ledger, now=clock)
+    assert room.ledger is ledger
+    room.close()
+
+
+def test_verify_checks_the_given_head(room):
+    head = room.ledger.head()
+    assert room.verify(head) == []
+    assert room.verify((head[0], "0" * 64)) != []
+
+
+def test_the_outcome_carries_its_era(room, legacy):
+    assert room.call_tool("read_stock").era == "modern"
+    assert room.call_tool("read_stock", era="legacy").era == "legacy"
+    assert legacy.call_tool("read_stock").era == "legacy"
+
+
+def test_full_messages_of_the_gate(room):
+    room.draft_reorder()
+    outcome = room.call_tool("commit_reorder", dict(RESTOCK), client_capabilities={})
+    assert outcome.error["message"] == ("commit_reorder asks the user for approval in an elicitation form: "
+                                        "declare the elicitation capability (form mode)")
+    state = forge(room, draft_id="DR-0009")
+    outcome = room.call_tool("commit_reorder", dict(RESTOCK), input_responses=ACCEPT, request_state=state)
+    assert outcome.error["message"] == ("requestState was issued for a different payload; "
+                                        "a retry must repeat the original arguments exactly")
+
+
+def test_trace_details_name_the_draft(room, legacy):
+    pending = ask(room)
+    retry(room, pending)
+    assert last(room)["detail"]["draft_id"] == "DR-0001"
+    assert room.call_tool("draft_reorder").structured == {"draft_id": None, "ledger_version": 2, "lines": [],
+                                                          "message": "nothing is at or below its reorder point"}
+    approval_id = legacy_ask(legacy)
+    asked = last(legacy)["detail"]
+    assert (asked["draft_id"], len(asked["diff"])) == ("DR-0001", 4)
+    legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
+    assert last(legacy)["decision"] == "asked"
+    legacy.decide_approval(approval_id, "accept")
+    legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
+    assert last(legacy)["detail"]["draft_id"] == "DR-0001" and last(legacy)["detail"]["approval_id"] == approval_id
