@@ -4,7 +4,8 @@ Design: every module gets its own work directory ``.mutation/<name>/`` (a copy o
 module's test files and a generated ``pyproject.toml`` whose ``[tool.mutmut]`` mutates that one
 file), so mutmut's cache (``mutants/``) is per module and a re-run only tests what changed. Mutants
 that cannot change behaviour are listed in ``mutation/equivalent.toml`` by module, function and the
-changed lines (not by mutmut's number, which shifts when a function changes), each with its reason.
+changed lines (not by mutmut's number, which shifts when a function changes), each with its reason;
+an entry that matches no surviving mutant (killed now, or its code changed) is reported as stale and fails the run.
 
 Usage (slow: minutes per module; not part of the test command)::
 
@@ -204,7 +205,9 @@ class Tally:
         return 100.0 * self.killed / judged if judged else None
 
 
-def tally(name: str, results: dict[str, dict[str, str]], equivalents: dict[tuple[str, str, str], str]) -> Tally:
+def tally(name: str, results: dict[str, dict[str, str]], equivalents: dict[tuple[str, str, str], str],
+          used: set[tuple[str, str, str]] | None = None) -> Tally:
+    """Count one module's verdicts; ``used`` collects the equivalence keys that matched a survivor."""
     t = Tally(name)
     for mutant, info in sorted(results.items()):
         t.mutants += 1
@@ -213,8 +216,10 @@ def tally(name: str, results: dict[str, dict[str, str]], equivalents: dict[tuple
             t.killed += 1
         elif status == "not checked":
             t.not_run += 1
-        elif (name, function_of(mutant), change_of(info["diff"])) in equivalents:
+        elif (key := (name, function_of(mutant), change_of(info["diff"]))) in equivalents:
             t.equivalent += 1
+            if used is not None:
+                used.add(key)
         else:  # survived, no tests, suspicious, skipped
             t.survived += 1
             t.survivors.append((mutant, f"[{status}]\n{info['diff']}"))
@@ -275,10 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     names = names or list(MODULES)
     equivalents = load_equivalents()
     tallies, failed = [], []
+    used: set[tuple[str, str, str]] = set()
     for name in names:
         if not args.report and not run_module(name, max_children=args.max_children, nice=args.nice, fresh=args.fresh):
             failed.append(name)
-        t = tally(name, dump(WORK / name), equivalents)
+        t = tally(name, dump(WORK / name), equivalents, used)
         tallies.append(t)
         if args.survivors:
             for mutant, diff in t.survivors:
@@ -294,10 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     print_table(tallies)
     if failed:
         print(f"mutmut failed for: {', '.join(failed)}")
+    # Baselines fail when stale: an entry that matches no surviving mutant (killed now, or the code changed) must go.
+    stale = [key for key in equivalents if key[0] in names and key not in used and not any(t.not_run for t in tallies if t.name == key[0])]
+    for module, function, change in stale:
+        print(f"stale entry in {EQUIVALENT_FILE.relative_to(ROOT)}: {module} {function}: {change!r} matches no surviving mutant")
     low = [t.name for t in tallies if t.score is None or t.score < args.target or t.not_run or t.name in failed]
     if low:
         print(f"below {args.target:.0f}% or not fully run: {', '.join(low)}")
-    return 1 if low else 0
+    return 1 if low or stale else 0
 
 
 if __name__ == "__main__":
