@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mcplab.errors import EvidenceError
 from mcplab.release import (
     HealthPolicy,
     ReleaseGate,
@@ -221,3 +222,168 @@ def test_stream_regression_needs_a_target_that_saw_streams():
     assert result["rollbackTarget"]["index"] == 1
     assert result["rollbackCandidates"][0]["problems"] == [
         "health.metrics.stream: the candidate's stream regressed and this target's signed health never observed a stream"]
+
+
+# --- second batch: policy dict, stream findings, freshness, baseline and sample errors ----------------
+
+def test_policy_to_dict():
+    assert HealthPolicy().to_dict() == {
+        "minSamples": 20, "maxErrorRate": 0.01, "latencyPercentile": 99.0, "maxLatencyMs": 500.0, "maxSaturation": 0.8,
+        "minDurationS": 60.0, "maxRegressionRatio": 1.5, "maxFirstEventRatio": 0.8, "maxFirstEventMs": None,
+        "maxStreamDurationMs": None, "minStreamEvents": 1, "minEventRatio": 1.0}
+    custom = HealthPolicy(max_first_event_ms=5.0, max_stream_duration_ms=6.0, min_stream_events=2, min_event_ratio=0.5)
+    assert (custom.to_dict()["maxFirstEventMs"], custom.to_dict()["maxStreamDurationMs"]) == (5.0, 6.0)
+    assert (custom.to_dict()["minStreamEvents"], custom.to_dict()["minEventRatio"]) == (2, 0.5)
+
+
+def test_stream_findings_in_full():
+    policy = HealthPolicy(max_first_event_ms=100.0, max_stream_duration_ms=500.0, min_stream_events=4)
+    result = evaluate_health(stream_window(3, 1000.0, 900.0), policy)
+    assert result["streamFindings"] == [
+        {"case": "negative-sse-buffered", "metric": "firstEventRatio", "value": 0.9, "limit": 0.8,
+         "message": "stream p99 first event at 0.90 of the stream's duration, above maximum 0.8: held back and released at once"},
+        {"case": "negative-sse-stream-regressed", "metric": "firstEventMs", "value": 900.0, "limit": 100.0,
+         "message": "stream p99 first-event latency 900 ms above maximum 100 ms"},
+        {"case": "negative-sse-stream-regressed", "metric": "durationMs", "value": 1000.0, "limit": 500.0,
+         "message": "stream p99 duration 1000 ms above maximum 500 ms"},
+        {"case": "negative-sse-events-lost", "metric": "minEvents", "value": 3, "limit": 4,
+         "message": "a stream carried 3 events, fewer than the minimum 4"},
+    ]
+    assert result["reasons"] == [f["message"] for f in result["streamFindings"]]
+
+
+def test_stream_ceilings_are_inclusive():
+    policy = HealthPolicy(max_first_event_ms=10.0, max_stream_duration_ms=100.0, max_first_event_ratio=0.1, min_stream_events=3)
+    assert evaluate_health(stream_window(3, 100.0, 10.0), policy)["streamFindings"] == []
+
+
+def test_stream_regression_against_a_baseline():
+    policy = HealthPolicy(min_event_ratio=0.5)
+    base = {"latencyMs": 100.0, "errorRate": 0.0, "stream": {"firstEventMs": 10.0, "durationMs": 100.0, "minEvents": 8}}
+    result = evaluate_health(stream_window(3, 151.0, 16.0), policy, base)
+    assert result["streamFindings"] == [
+        {"case": "negative-sse-stream-regressed", "metric": "firstEventMs", "value": 16.0, "limit": 15.0,
+         "message": "stream p99 first-event latency 16 ms regressed above baseline 10 ms x 1.5 = 15 ms"},
+        {"case": "negative-sse-stream-regressed", "metric": "durationMs", "value": 151.0, "limit": 150.0,
+         "message": "stream p99 duration 151 ms regressed above baseline 100 ms x 1.5 = 150 ms"},
+        {"case": "negative-sse-events-lost", "metric": "minEvents", "value": 3, "limit": 4.0,
+         "message": "a stream carried 3 events, fewer than baseline 8 x 0.5 = 4"},
+    ]
+    assert evaluate_health(stream_window(4, 150.0, 15.0), policy, base)["streamFindings"] == []
+
+
+def test_latency_regression_message():
+    result = evaluate_health(window(latency=151.0), HealthPolicy(), {"latencyMs": 100.0, "errorRate": 0.0})
+    assert result["reasons"] == ["p99 latency 151 ms regressed above baseline 100 ms x 1.5 = 150 ms"]
+
+
+def test_window_metrics():
+    shifted = [{**s, "t": s["t"] + 10.0} for s in window()]
+    assert evaluate_health(shifted)["metrics"]["durationS"] == 120.0
+    empty = evaluate_health([])
+    assert empty["metrics"]["durationS"] == 0.0
+    assert empty["reasons"][0] == "no health samples: a window never observed cannot be healthy"
+    ranked = [{"t": float(i), "latencyMs": float(i), "error": False} for i in range(200)]
+    assert evaluate_health(ranked, HealthPolicy(latency_percentile=100.0))["metrics"]["latencyMs"] == 199.0
+
+
+@pytest.mark.parametrize("samples, message", [
+    ("abc", "health samples must be a list of objects, got str"),
+    ({"t": 0}, "health samples must be a list of objects, got dict"),
+    ([5], "health sample 0: must be an object, got int"),
+    ([{"t": 0, "latencyMs": -1, "error": False}], "health sample 0: field 'latencyMs' must not be negative"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "saturation": "x"}], "health sample 0: field 'saturation' must be a finite number, got 'x'"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "streamDurationMs": 5, "firstEventMs": "x", "eventCount": 1}],
+     "health sample 0: field 'firstEventMs' must be a finite number, got 'x'"),
+])
+def test_sample_errors(samples, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(samples)
+    assert str(caught.value) == message
+
+
+def test_sample_boundaries_accepted():
+    evaluate_health([{"t": 0, "latencyMs": 0, "error": False, "saturation": 0.0},
+                     {"t": 1, "latencyMs": 0.5, "error": True, "saturation": 1.0}])
+
+
+@pytest.mark.parametrize("baseline, message", [
+    ([1], "health baseline must be a metrics object, got list"),
+    ({"errorRate": 0.0}, "health baseline: field 'latencyMs' must be a finite number, got None"),
+    ({"latencyMs": 1.0, "errorRate": 0.0, "stream": [1]}, "health baseline: field 'stream' must be an object, got list"),
+])
+def test_baseline_errors(baseline, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(window(), HealthPolicy(), baseline)
+    assert str(caught.value) == message
+
+
+def test_freshness():
+    at = NOW.isoformat()
+    assert "expiresAt: must be later than issuedAt" in problems(rollback(issuedAt=at, expiresAt=at))
+    assert problems(rollback(issuedAt=at)) == []
+    expired = problems(rollback(issuedAt=(NOW - timedelta(days=1)).isoformat(), expiresAt=at))
+    assert expired == [f"expiresAt: the evidence expired at {at}; re-verify the rollback target"]
+    naive = problems(rollback(expiresAt="2027-01-01T00:00:00"))
+    assert naive == ["expiresAt: must be an ISO 8601 timestamp with a UTC offset, got '2027-01-01T00:00:00'"]
+
+
+def test_signing_errors_and_copies():
+    with pytest.raises(EvidenceError, match=r"^rollback evidence signing key must be non-empty bytes$"):
+        sign_rollback_evidence({}, "s", "text key")
+    with pytest.raises(EvidenceError, match=r"^rollback evidence signing key must be non-empty bytes$"):
+        sign_rollback_evidence({}, "s", b"")
+    with pytest.raises(EvidenceError, match=r"^rollback evidence must be an object, got list$"):
+        sign_rollback_evidence([], "s", KEY)
+    source = {"version": "1", "nested": {"a": [1]}}
+    signed = sign_rollback_evidence(source, "s", KEY)
+    signed["nested"]["a"].append(2)
+    assert source == {"version": "1", "nested": {"a": [1]}}
+
+
+def test_problem_messages_for_odd_shapes():
+    assert problems([1]) == ["rollback evidence: must be an object, got list"]
+    assert "health: must be an object, got str" in problems(rollback(health="ok"))
+    assert "acceptanceEvidence: only 1 of 0 transcripts passed" not in problems(
+        rollback(acceptanceEvidence={"transcriptsPassed": 1, "transcriptsTotal": 0, "digest": "cd" * 32}))
+
+
+def test_the_certificate_itself_is_not_scanned_for_secrets():
+    evidence = rollback()
+    evidence["certificate"] = {**evidence["certificate"], "token": "not part of the signed evidence"}
+    assert problems(evidence) == []
+
+
+def test_release_policy_validation():
+    assert ReleasePolicy(allowed_drops=["a", "b"]).allowed_drops == ("a", "b")
+    with pytest.raises(ValueError, match=r"^allowed_drops must be field path strings$"):
+        ReleasePolicy(allowed_drops=[1])
+    with pytest.raises(ValueError, match=r"^trusted_signers maps a signer name to a non-empty bytes key; got '' -> bytes$"):
+        ReleasePolicy(trusted_signers={"": b"k"})
+    with pytest.raises(ValueError, match=r"^trusted_signers maps a signer name to a non-empty bytes key; got 's' -> str$"):
+        ReleasePolicy(trusted_signers={"s": "k"})
+
+
+def test_nested_too_deeply_names_its_source():
+    nested: object = {"x": 1}
+    for _ in range(5000):
+        nested = {"x": nested}
+    target = {**rollback(), "extra": nested}
+    assert decide(rollback=[target])["rollbackCandidates"][0]["problems"] == ["rollback evidence is nested too deeply to judge"]
+
+
+def test_labels_must_be_non_empty_strings():
+    bad = {**CAPTURE, "egress": {"status": 500, "headers": JSON, "body": ERROR}, "name": 5}
+    assert decide(proxy_captures=[bad])["proxyFindings"][0]["label"] == "#0"
+
+
+def test_a_target_health_that_is_not_an_object_never_observed_streams():
+    result = decide(health_samples=stream_window(3, 1000.0, 990.0), rollback=[rollback(health="x")])
+    assert ("health.metrics.stream: the candidate's stream regressed and this target's signed health never observed a stream"
+            in result["rollbackCandidates"][0]["problems"])
+
+
+def test_unhealthy_reasons_are_joined():
+    reason = decide(health_samples=window(n=5, latency=900.0))["reasons"][0]
+    assert reason == ("health window not healthy: only 5 health samples, fewer than the minimum 20; "
+                      "p99 latency 900 ms above maximum 500 ms")
