@@ -387,3 +387,10 @@ def test_unhealthy_reasons_are_joined():
     reason = decide(health_samples=window(n=5, latency=900.0))["reasons"][0]
     assert reason == ("health window not healthy: only 5 health samples, fewer than the minimum 20; "
                       "p99 latency 900 ms above maximum 500 ms")
+
+
+@pytest.mark.parametrize("signer", ["", 5, None])
+def test_the_signer_is_a_non_empty_string(signer):
+    with pytest.raises(EvidenceError) as caught:
+        sign_rollback_evidence({}, signer, KEY)
+    assert str(caught.value) == "rollback evidence signer must be a non-empty string"
