@@ -237,10 +237,14 @@ def run_module(name: str, *, max_children: int, nice: int, fresh: bool) -> bool:
     base = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)]
     log = work / "mutmut.log"
     print(f"[{name}] mutmut run (log: {log.relative_to(ROOT)})", flush=True)
+    tests_changed = stamp.exists() and stamp.read_text() != fingerprint
+    if tests_changed:
+        # mutmut re-maps tests to functions only for NEW test names; a changed test body keeps its old mapping
+        (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     ok = True
     with log.open("w") as out:
         ok = subprocess.run(base, cwd=work, stdout=out, stderr=subprocess.STDOUT, check=False).returncode == 0
-        if ok and stamp.exists() and stamp.read_text() != fingerprint:
+        if ok and tests_changed:
             # The tests changed since the cached verdicts: mutmut keeps old verdicts, so re-try every non-killed mutant.
             retry = [m for m, info in dump(work).items() if info["status"] not in KILLED]
             for start in range(0, len(retry), 200):

@@ -92,3 +92,18 @@ def test_the_temporary_file_is_hidden_beside_the_target(tmp_path, monkeypatch):
     assert os.path.dirname(src) == str(tmp_path)
     assert os.path.basename(src).startswith(".case.json.") and src.endswith(".tmp")
     assert data == '{\n  "é": "ü"\n}\n'.encode()
+
+
+def test_evidence_files_are_utf8_whatever_the_locale(tmp_path):
+    """Under an ASCII locale (C, without UTF-8 mode or coercion) the file is still UTF-8, not the locale's encoding."""
+    import subprocess
+    import sys
+
+    write_evidence(tmp_path / "here.json", {"n": "é"})  # in process too, so a mutation tool maps this test to write_evidence
+    target = tmp_path / "e.json"
+    code = "import sys; from mcplab.evidence import write_evidence; write_evidence(sys.argv[1], {'n': '\\u00e9'})"
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes() == '{\n  "n": "é"\n}\n'.encode()
