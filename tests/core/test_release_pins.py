@@ -1,0 +1,396 @@
+"""Pins of the release gate: policy validation, evidence labels and reasons, stream ratios, the halt reasons.
+
+Each test names the decision input whose handling it pins; the candidate evidence below passes as a whole.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mcplab.errors import EvidenceError
+from mcplab.release import (
+    HealthPolicy,
+    ReleaseGate,
+    ReleasePolicy,
+    evaluate_health,
+    rollback_evidence_problems,
+    sign_rollback_evidence,
+)
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+KEY = b"release-controller-key"
+SIGNERS = {"release-controller": KEY}
+OK_RESULT = {"resultType": "complete", "tools": []}
+CASE = "negative-header-body-mismatch"
+JSON = [("Content-Type", "application/json")]
+ERROR = {"jsonrpc": "2.0", "id": 7, "error": {"code": -32020, "message": "Header mismatch"}}
+CAPTURE = {"ingress": {"headers": [], "body": {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}},
+           "origin": {"status": 400, "headers": JSON, "body": ERROR},
+           "egress": {"status": 400, "headers": JSON, "body": ERROR}}
+
+
+def window(n=30, *, latency=100.0, span=120.0, **extra):
+    return [{"t": span * i / (n - 1), "latencyMs": latency, "error": False, "saturation": 0.5, **extra} for i in range(n)]
+
+
+def rollback(**overrides):
+    evidence = {
+        "version": "1.4.2",
+        "acceptanceEvidence": {"transcriptsPassed": 15, "transcriptsTotal": 15, "digest": "cd" * 32},
+        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32, "acceptanceSha256": "45" * 32,
+        "registryState": "active", "health": {"healthy": True, "reasons": []},
+        "routeRestoration": ["route 100% of traffic to 1.4.2"],
+        "issuedAt": (NOW - timedelta(hours=1)).isoformat(), "expiresAt": (NOW + timedelta(days=1)).isoformat(),
+    }
+    evidence.update(overrides)
+    return sign_rollback_evidence(evidence, "release-controller", KEY)
+
+
+def decide(policy=None, **overrides):
+    evidence = {"transcripts": [{"name": CASE, "passed": True}], "sdk_evidence": [{"raw": OK_RESULT, "view": OK_RESULT}],
+                "proxy_captures": [CAPTURE], "health_samples": window(), "rollback": rollback(), "now": NOW}
+    evidence.update(overrides)
+    return ReleaseGate(policy or ReleasePolicy(trusted_signers=SIGNERS)).evaluate(**evidence)
+
+
+def test_good_evidence_promotes():
+    result = decide()
+    assert (result["action"], result["reasons"], result["candidatePassed"]) == ("promote", [], True)
+    assert result["rollbackTarget"] == {"index": 0, "version": "1.4.2"}
+
+
+# --- HealthPolicy validation -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_error_rate": float("nan")}, "max_error_rate must be a number, not NaN"),
+    ({"latency_percentile": 0.0}, "latency_percentile must be in (0, 100]"),
+    ({"latency_percentile": 100.5}, "latency_percentile must be in (0, 100]"),
+    ({"min_samples": -1}, "min_samples must not be negative"),
+    ({"min_event_ratio": -0.1}, "min_event_ratio must not be negative"),
+    ({"max_first_event_ms": -1.0}, "max_first_event_ms must be None or not negative"),
+    ({"max_stream_duration_ms": -0.5}, "max_stream_duration_ms must be None or not negative"),
+    ({"max_first_event_ratio": 1.01}, "max_first_event_ratio must be within 0..1"),
+    ({"max_first_event_ratio": -0.01}, "max_first_event_ratio must be within 0..1"),
+])
+def test_policy_errors(kwargs, message):
+    with pytest.raises(ValueError) as caught:
+        HealthPolicy(**kwargs)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("kwargs", [{"latency_percentile": 0.5}, {"latency_percentile": 100.0}, {"max_first_event_ms": 0.0},
+                                    {"max_stream_duration_ms": 0.5}, {"max_first_event_ratio": 0.0},
+                                    {"max_first_event_ratio": 1.0}, {"min_samples": 0}])
+def test_policy_boundaries_accepted(kwargs):
+    HealthPolicy(**kwargs)
+
+
+# --- stream ratios -------------------------------------------------------------------------------------
+
+def stream_window(count, duration, first):
+    return window(streamDurationMs=duration, firstEventMs=first, eventCount=count)
+
+
+def test_the_first_event_ratio_counts_streams_of_two_events_or_more():
+    assert evaluate_health(stream_window(2, 100.0, 50.0))["metrics"]["stream"]["firstEventRatio"] == 0.5
+    assert evaluate_health(stream_window(1, 100.0, 50.0))["metrics"]["stream"]["firstEventRatio"] is None
+    assert evaluate_health(stream_window(3, 100.0, 25.0))["metrics"]["stream"]["firstEventRatio"] == 0.25
+
+
+def test_a_zero_length_stream_has_ratio_one():
+    assert evaluate_health(stream_window(2, 0.0, 0.0))["metrics"]["stream"]["firstEventRatio"] == 1.0
+
+
+# --- rollback evidence messages ---------------------------------------------------------------------------
+
+def problems(evidence):
+    return rollback_evidence_problems(evidence, SIGNERS, NOW)
+
+
+@pytest.mark.parametrize("acceptance, expected", [
+    ("all good", "acceptanceEvidence: must be an object, got str"),
+    ({"transcriptsPassed": 0, "transcriptsTotal": 1, "digest": "cd" * 32}, "acceptanceEvidence: only 0 of 1 transcripts passed"),
+    ({"transcriptsPassed": 2, "transcriptsTotal": 1, "digest": "cd" * 32}, "acceptanceEvidence: only 2 of 1 transcripts passed"),
+])
+def test_acceptance_problems(acceptance, expected):
+    assert expected in problems(rollback(acceptanceEvidence=acceptance))
+
+
+def test_one_of_one_transcripts_passed_is_accepted():
+    assert problems(rollback(acceptanceEvidence={"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "cd" * 32})) == []
+
+
+def test_certificate_problems():
+    evidence = rollback()
+    assert problems({**evidence, "certificate": "signed"}) == ["certificate: must be an object, got str"]
+    cert = {**evidence["certificate"], "algorithm": "MD5", "signature": "XYZ"}
+    found = problems({**evidence, "certificate": cert})
+    assert "certificate.algorithm: must be 'HMAC-SHA-256', got 'MD5'" in found
+    assert "certificate.signature: must be 64 lowercase hex characters (HMAC-SHA-256)" in found
+
+
+# --- the gate's reasons ------------------------------------------------------------------------------------
+
+def test_halt_reasons_name_what_is_missing():
+    assert decide(rollback=None)["reasons"] == ["rollback target not proven: verify rollback evidence before promotion"]
+    failing = decide(rollback=None, transcripts=[{"name": CASE, "passed": False}])
+    assert failing["reasons"] == [f"transcripts failed: {CASE}", "rollback target not proven: halting traffic instead of guessing"]
+
+
+def test_transcript_reasons():
+    transcripts = [{"name": CASE, "passed": False, "label": "mine"}, "junk", {"name": CASE, "passed": True},
+                   {"name": CASE, "variant": "b", "passed": False}, {"name": CASE, "variant": "b", "passed": True}]
+    assert decide(transcripts=transcripts)["reasons"] == [
+        f"transcripts failed: {CASE}, {CASE}",
+        "transcript #1: malformed evidence (needs a known case 'name' and a boolean 'passed')",
+        f"transcript {CASE}: the same verdict appears twice",
+        f"transcript {CASE}: the same verdict appears twice",
+    ]
+
+
+@pytest.mark.parametrize("evidence", ["abc", b"abc", [], None, 5])
+def test_missing_evidence_lists(evidence):
+    reasons = decide(transcripts=evidence, sdk_evidence=evidence, proxy_captures=evidence)["reasons"]
+    assert reasons[:3] == ["no transcript evidence", "no SDK-diff evidence", "no proxy evidence"]
+
+
+def test_sdk_reasons_and_diffs():
+    items = [{"raw": OK_RESULT}, "junk", {"raw": OK_RESULT, "view": None, "name": "refused"},
+             {"raw": OK_RESULT, "view": None, "exception": "ValidationError: x"},
+             {"raw": {**OK_RESULT, "hint": 1, "gone": 2}, "view": OK_RESULT, "label": "lossy"},
+             {"raw": {**OK_RESULT, "extra": 1}, "view": OK_RESULT}]
+    policy = ReleasePolicy(trusted_signers=SIGNERS, allowed_drops=("gone", "extra", "unused"))
+    result = decide(policy, sdk_evidence=items)
+    assert result["reasons"] == [
+        "SDK evidence #0: malformed (needs the raw result and the SDK's view)",
+        "SDK evidence #1: malformed (needs the raw result and the SDK's view)",
+        "SDK evidence refused: the SDK refused the result (no reason recorded)",
+        "SDK evidence #3: the SDK refused the result (ValidationError: x)",
+        "SDK diff lossy: semantic loss of 'hint' not allowed by policy",
+    ]
+    assert [d["label"] for d in result["sdkDiffs"]] == ["lossy", "#5"]
+    assert result["allowedDrops"] == ["extra", "gone"]
+    assert result["unusedAllowedDrops"] == ["unused"]
+
+
+def test_proxy_reasons_and_findings():
+    bad = {**CAPTURE, "egress": {"status": 500, "headers": JSON, "body": ERROR}, "name": "edge"}
+    hollow = {**CAPTURE, "origin": {}, "label": "hollow"}
+    result = decide(proxy_captures=["junk", hollow, {**CAPTURE, "origin": {}}, bad, dict(bad, name="")])
+    assert result["reasons"] == [
+        "proxy capture #0: malformed (needs ingress, origin and egress)",
+        "proxy capture hollow: malformed evidence: origin.status must be an HTTP status code, got None",
+        "proxy capture #2: malformed evidence: origin.status must be an HTTP status code, got None",
+        "proxy issue: proxy collapsed a protocol error into HTTP 500",
+        "proxy issue: proxy collapsed a protocol error into HTTP 500",
+    ]
+    assert [(f["label"], f["case"]) for f in result["proxyFindings"]] == [
+        ("edge", "negative-proxy-collapsed-error"), ("#4", "negative-proxy-collapsed-error")]
+
+
+def test_health_reasons():
+    result = decide(health_samples=window(n=5, latency=900.0))
+    assert result["reasons"][0].startswith("health window not healthy: ")
+    assert "; " in result["reasons"][0]
+    assert decide(health_samples=None)["reasons"][0] == "no health evidence"
+    assert decide(health_samples=[{"t": 0}])["reasons"][0].startswith("health window: malformed evidence: health sample 0: ")
+
+
+def test_deep_evidence_is_a_reason_not_a_crash():
+    deep: object = {"x": 1}
+    for _ in range(5000):
+        deep = {"x": deep}
+    origin = {**CAPTURE["origin"], "body": deep}
+    result = decide(sdk_evidence=[{"raw": deep, "view": deep}], proxy_captures=[{**CAPTURE, "origin": origin, "egress": origin}])
+    assert result["reasons"][:2] == ["SDK evidence is nested too deeply to judge", "proxy evidence is nested too deeply to judge"]
+    assert (result["sdkDiffs"], result["proxyFindings"]) == ([], [])
+
+
+def test_a_target_without_a_version_string():
+    result = decide(rollback=[rollback(version=5)])
+    assert result["rollbackCandidates"][0]["version"] is None
+
+
+def test_stream_regression_needs_a_target_that_saw_streams():
+    slow = stream_window(3, 1000.0, 990.0)
+    streamed = {"healthy": True, "reasons": [], "metrics": {"stream": {"samples": 1}}}
+    never = {"healthy": True, "reasons": [], "metrics": {"stream": {"samples": 0}}}
+    result = decide(health_samples=slow, rollback=[rollback(health=never), rollback(health=streamed)])
+    assert result["action"] == "rollback"
+    assert result["rollbackTarget"]["index"] == 1
+    assert result["rollbackCandidates"][0]["problems"] == [
+        "health.metrics.stream: the candidate's stream regressed and this target's signed health never observed a stream"]
+
+
+# --- second batch: policy dict, stream findings, freshness, baseline and sample errors ----------------
+
+def test_policy_to_dict():
+    assert HealthPolicy().to_dict() == {
+        "minSamples": 20, "maxErrorRate": 0.01, "latencyPercentile": 99.0, "maxLatencyMs": 500.0, "maxSaturation": 0.8,
+        "minDurationS": 60.0, "maxRegressionRatio": 1.5, "maxFirstEventRatio": 0.8, "maxFirstEventMs": None,
+        "maxStreamDurationMs": None, "minStreamEvents": 1, "minEventRatio": 1.0}
+    custom = HealthPolicy(max_first_event_ms=5.0, max_stream_duration_ms=6.0, min_stream_events=2, min_event_ratio=0.5)
+    assert (custom.to_dict()["maxFirstEventMs"], custom.to_dict()["maxStreamDurationMs"]) == (5.0, 6.0)
+    assert (custom.to_dict()["minStreamEvents"], custom.to_dict()["minEventRatio"]) == (2, 0.5)
+
+
+def test_stream_findings_in_full():
+    policy = HealthPolicy(max_first_event_ms=100.0, max_stream_duration_ms=500.0, min_stream_events=4)
+    result = evaluate_health(stream_window(3, 1000.0, 900.0), policy)
+    assert result["streamFindings"] == [
+        {"case": "negative-sse-buffered", "metric": "firstEventRatio", "value": 0.9, "limit": 0.8,
+         "message": "stream p99 first event at 0.90 of the stream's duration, above maximum 0.8: held back and released at once"},
+        {"case": "negative-sse-stream-regressed", "metric": "firstEventMs", "value": 900.0, "limit": 100.0,
+         "message": "stream p99 first-event latency 900 ms above maximum 100 ms"},
+        {"case": "negative-sse-stream-regressed", "metric": "durationMs", "value": 1000.0, "limit": 500.0,
+         "message": "stream p99 duration 1000 ms above maximum 500 ms"},
+        {"case": "negative-sse-events-lost", "metric": "minEvents", "value": 3, "limit": 4,
+         "message": "a stream carried 3 events, fewer than the minimum 4"},
+    ]
+    assert result["reasons"] == [f["message"] for f in result["streamFindings"]]
+
+
+def test_stream_ceilings_are_inclusive():
+    policy = HealthPolicy(max_first_event_ms=10.0, max_stream_duration_ms=100.0, max_first_event_ratio=0.1, min_stream_events=3)
+    assert evaluate_health(stream_window(3, 100.0, 10.0), policy)["streamFindings"] == []
+
+
+def test_stream_regression_against_a_baseline():
+    policy = HealthPolicy(min_event_ratio=0.5)
+    base = {"latencyMs": 100.0, "errorRate": 0.0, "stream": {"firstEventMs": 10.0, "durationMs": 100.0, "minEvents": 8}}
+    result = evaluate_health(stream_window(3, 151.0, 16.0), policy, base)
+    assert result["streamFindings"] == [
+        {"case": "negative-sse-stream-regressed", "metric": "firstEventMs", "value": 16.0, "limit": 15.0,
+         "message": "stream p99 first-event latency 16 ms regressed above baseline 10 ms x 1.5 = 15 ms"},
+        {"case": "negative-sse-stream-regressed", "metric": "durationMs", "value": 151.0, "limit": 150.0,
+         "message": "stream p99 duration 151 ms regressed above baseline 100 ms x 1.5 = 150 ms"},
+        {"case": "negative-sse-events-lost", "metric": "minEvents", "value": 3, "limit": 4.0,
+         "message": "a stream carried 3 events, fewer than baseline 8 x 0.5 = 4"},
+    ]
+    assert evaluate_health(stream_window(4, 150.0, 15.0), policy, base)["streamFindings"] == []
+
+
+def test_latency_regression_message():
+    result = evaluate_health(window(latency=151.0), HealthPolicy(), {"latencyMs": 100.0, "errorRate": 0.0})
+    assert result["reasons"] == ["p99 latency 151 ms regressed above baseline 100 ms x 1.5 = 150 ms"]
+
+
+def test_window_metrics():
+    shifted = [{**s, "t": s["t"] + 10.0} for s in window()]
+    assert evaluate_health(shifted)["metrics"]["durationS"] == 120.0
+    empty = evaluate_health([])
+    assert empty["metrics"]["durationS"] == 0.0
+    assert empty["reasons"][0] == "no health samples: a window never observed cannot be healthy"
+    ranked = [{"t": float(i), "latencyMs": float(i), "error": False} for i in range(200)]
+    assert evaluate_health(ranked, HealthPolicy(latency_percentile=100.0))["metrics"]["latencyMs"] == 199.0
+
+
+@pytest.mark.parametrize("samples, message", [
+    ("abc", "health samples must be a list of objects, got str"),
+    ({"t": 0}, "health samples must be a list of objects, got dict"),
+    ([5], "health sample 0: must be an object, got int"),
+    ([{"t": 0, "latencyMs": -1, "error": False}], "health sample 0: field 'latencyMs' must not be negative"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "saturation": "x"}], "health sample 0: field 'saturation' must be a finite number, got 'x'"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "streamDurationMs": 5, "firstEventMs": "x", "eventCount": 1}],
+     "health sample 0: field 'firstEventMs' must be a finite number, got 'x'"),
+])
+def test_sample_errors(samples, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(samples)
+    assert str(caught.value) == message
+
+
+def test_sample_boundaries_accepted():
+    evaluate_health([{"t": 0, "latencyMs": 0, "error": False, "saturation": 0.0},
+                     {"t": 1, "latencyMs": 0.5, "error": True, "saturation": 1.0}])
+
+
+@pytest.mark.parametrize("baseline, message", [
+    ([1], "health baseline must be a metrics object, got list"),
+    ({"errorRate": 0.0}, "health baseline: field 'latencyMs' must be a finite number, got None"),
+    ({"latencyMs": 1.0, "errorRate": 0.0, "stream": [1]}, "health baseline: field 'stream' must be an object, got list"),
+])
+def test_baseline_errors(baseline, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(window(), HealthPolicy(), baseline)
+    assert str(caught.value) == message
+
+
+def test_freshness():
+    at = NOW.isoformat()
+    assert "expiresAt: must be later than issuedAt" in problems(rollback(issuedAt=at, expiresAt=at))
+    assert problems(rollback(issuedAt=at)) == []
+    expired = problems(rollback(issuedAt=(NOW - timedelta(days=1)).isoformat(), expiresAt=at))
+    assert expired == [f"expiresAt: the evidence expired at {at}; re-verify the rollback target"]
+    naive = problems(rollback(expiresAt="2027-01-01T00:00:00"))
+    assert naive == ["expiresAt: must be an ISO 8601 timestamp with a UTC offset, got '2027-01-01T00:00:00'"]
+
+
+def test_signing_errors_and_copies():
+    with pytest.raises(EvidenceError, match=r"^rollback evidence signing key must be non-empty bytes$"):
+        sign_rollback_evidence({}, "s", "text key")
+    with pytest.raises(EvidenceError, match=r"^rollback evidence signing key must be non-empty bytes$"):
+        sign_rollback_evidence({}, "s", b"")
+    with pytest.raises(EvidenceError, match=r"^rollback evidence must be an object, got list$"):
+        sign_rollback_evidence([], "s", KEY)
+    source = {"version": "1", "nested": {"a": [1]}}
+    signed = sign_rollback_evidence(source, "s", KEY)
+    signed["nested"]["a"].append(2)
+    assert source == {"version": "1", "nested": {"a": [1]}}
+
+
+def test_problem_messages_for_odd_shapes():
+    assert problems([1]) == ["rollback evidence: must be an object, got list"]
+    assert "health: must be an object, got str" in problems(rollback(health="ok"))
+    assert "acceptanceEvidence: only 1 of 0 transcripts passed" not in problems(
+        rollback(acceptanceEvidence={"transcriptsPassed": 1, "transcriptsTotal": 0, "digest": "cd" * 32}))
+
+
+def test_the_certificate_itself_is_not_scanned_for_secrets():
+    evidence = rollback()
+    evidence["certificate"] = {**evidence["certificate"], "token": "not part of the signed evidence"}
+    assert problems(evidence) == []
+
+
+def test_release_policy_validation():
+    assert ReleasePolicy(allowed_drops=["a", "b"]).allowed_drops == ("a", "b")
+    with pytest.raises(ValueError, match=r"^allowed_drops must be field path strings$"):
+        ReleasePolicy(allowed_drops=[1])
+    with pytest.raises(ValueError, match=r"^trusted_signers maps a signer name to a non-empty bytes key; got '' -> bytes$"):
+        ReleasePolicy(trusted_signers={"": b"k"})
+    with pytest.raises(ValueError, match=r"^trusted_signers maps a signer name to a non-empty bytes key; got 's' -> str$"):
+        ReleasePolicy(trusted_signers={"s": "k"})
+
+
+def test_nested_too_deeply_names_its_source():
+    nested: object = {"x": 1}
+    for _ in range(5000):
+        nested = {"x": nested}
+    target = {**rollback(), "extra": nested}
+    assert decide(rollback=[target])["rollbackCandidates"][0]["problems"] == ["rollback evidence is nested too deeply to judge"]
+
+
+def test_labels_must_be_non_empty_strings():
+    bad = {**CAPTURE, "egress": {"status": 500, "headers": JSON, "body": ERROR}, "name": 5}
+    assert decide(proxy_captures=[bad])["proxyFindings"][0]["label"] == "#0"
+
+
+def test_a_target_health_that_is_not_an_object_never_observed_streams():
+    result = decide(health_samples=stream_window(3, 1000.0, 990.0), rollback=[rollback(health="x")])
+    assert ("health.metrics.stream: the candidate's stream regressed and this target's signed health never observed a stream"
+            in result["rollbackCandidates"][0]["problems"])
+
+
+def test_unhealthy_reasons_are_joined():
+    reason = decide(health_samples=window(n=5, latency=900.0))["reasons"][0]
+    assert reason == ("health window not healthy: only 5 health samples, fewer than the minimum 20; "
+                      "p99 latency 900 ms above maximum 500 ms")
+
+
+@pytest.mark.parametrize("signer", ["", 5, None])
+def test_the_signer_is_a_non_empty_string(signer):
+    with pytest.raises(EvidenceError) as caught:
+        sign_rollback_evidence({}, signer, KEY)
+    assert str(caught.value) == "rollback evidence signer must be a non-empty string"
