@@ -55,7 +55,7 @@ def test_binder_pins_satisfy_the_package_requirements():
 
 def _copy_of_the_repository(tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
-    for part in ("binder", "labs"):
+    for part in ("binder", "labs", "mcplab/ui/lab_settings"):
         shutil.copytree(REPO / part, copy / part)
     (copy / "graders" / "source" / "lab_x").mkdir(parents=True)
     (copy / "graders" / "source" / "lab_x" / "lab_x.ipynb").write_text("### BEGIN SOLUTION")
