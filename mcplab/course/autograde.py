@@ -4,7 +4,7 @@ Design: the expensive part of grading, running each submission, happens in paral
 sandboxes at once) while one ``nbgrader autograde`` process grades the batch beside them, taking
 each execution from a cache as soon as it is there instead of running it again
 (:class:`~mcplab.course.grading.SealedExecute` looks it up by the hash of the exact notebook it
-would run, and waits while a ``.pending`` marker says it is being run). That process is the only
+would run, and waits while the submission's ``.pending`` marker says it is being prepared or run). That process is the only
 writer of the gradebook, so SQLite is never raced. An execution whose notebook nbgrader prepares
 differently is simply run again by nbgrader: the cache can make grading faster, never different.
 The cache is a folder inside the course (never visible to a sandbox) and is removed afterwards.
@@ -103,7 +103,7 @@ def _scores(course_dir: Path, lab: str, students: Sequence[str]) -> dict[str, tu
 def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True, timeout: float | None = None,
               students: Sequence[str] | None = None, progress: Callable[[str], None] | None = None) -> AutogradeResult:
     """Grade every submission of ``lab`` in ``course_dir`` (see the module docstring)."""
-    from .grading import SealedExecute, execution_key
+    from .grading import SealedExecute, execution_key, pending_marker
 
     say = progress or (lambda _msg: None)
     course_dir = Path(course_dir).resolve()
@@ -129,42 +129,51 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
     cache = Path(tempfile.mkdtemp(prefix="autograde-", dir=cache_root))
     executions: dict[str, Execution] = {}
     try:
-        prepared = {}
-        for student, path in found.items():
-            try:
-                prepared[student] = prepare_submission(course_dir, lab, student, path, config)
-            except Exception as exc:  # noqa: BLE001 - nbgrader grades (or reports) this one itself
-                say(f"{lab}/{student}: could not be prepared ahead ({type(exc).__name__}: {exc}); nbgrader will run it")
-        keys = {student: execution_key(text, limits, sealed) for student, text in prepared.items()}
-        for key in keys.values():  # nbgrader waits for these instead of running them again
-            (cache / f"{key}.pending").touch()
+        markers = {student: cache / pending_marker({"nbgrader": {"student": student, "assignment": lab, "notebook": lab}})
+                   for student in found}
+        for marker in markers.values():  # nbgrader waits for these runs instead of running them again
+            marker.touch()
         args = ["autograde", lab, "--force", f"--SealedExecute.cache_dir={cache}", f"--SealedExecute.sealed={sealed}"]
         if timeout:
             args.append(f"--Execute.timeout={int(round(timeout))}")
         if students is not None:
             args += ["--student", students[0]] if len(students) == 1 else []
+
+        def run(student: str, slot: int) -> Execution | None:
+            """Prepare and run one submission; its result lands in the cache, then its marker goes."""
+            try:
+                try:
+                    text = prepare_submission(course_dir, lab, student, found[student], config)
+                except Exception as exc:  # noqa: BLE001 - nbgrader grades (or reports) this one itself
+                    say(f"{lab}/{student}: could not be prepared ahead ({type(exc).__name__}: {exc}); nbgrader will run it")
+                    return None
+                execution = run_notebook(text, limits=limits, sealed=sealed, slot=slot, course_root=course_dir)
+                ready = cache / f"{execution_key(text, limits, sealed)}.json"
+                ready.with_suffix(".tmp").write_text(json.dumps(execution.to_json()), encoding="utf-8")
+                ready.with_suffix(".tmp").replace(ready)
+                return execution
+            finally:
+                markers[student].unlink(missing_ok=True)
+
         started = time.monotonic()
-        say(f"{lab}: running {len(prepared)} submission(s), {jobs} at a time, {'sealed' if sealed else 'UNSEALED (no isolation)'}; "
+        say(f"{lab}: running {len(found)} submission(s), {jobs} at a time, {'sealed' if sealed else 'UNSEALED (no isolation)'}; "
             "nbgrader grades each as soon as it has run")
         grading = ThreadPoolExecutor(max_workers=1)
         graded = grading.submit(nbgrader, course_dir, *args)
         try:
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-                futures = {pool.submit(run_notebook, text, limits=limits, sealed=sealed, slot=i % max(1, jobs),
-                                       course_root=course_dir): student for i, (student, text) in enumerate(sorted(prepared.items()))}
+                futures = {pool.submit(run, student, i % max(1, jobs)): student for i, student in enumerate(sorted(found))}
                 for done, future in enumerate(as_completed(futures), start=1):
                     student = futures[future]
                     execution = future.result()
+                    if execution is None:
+                        continue
                     executions[student] = execution
-                    ready = cache / f"{keys[student]}.json"
-                    ready.with_suffix(".tmp").write_text(json.dumps(execution.to_json()), encoding="utf-8")
-                    ready.with_suffix(".tmp").replace(ready)
-                    (cache / f"{keys[student]}.pending").unlink(missing_ok=True)
                     say(f"{lab}: {done}/{len(futures)} ran ({student}: {execution.seconds:.1f} s"
                         f"{', stopped at the wall limit' if execution.wall_exceeded else ''})")
         finally:
-            for pending in cache.glob("*.pending"):  # a run that failed: nbgrader stops waiting and runs it itself
-                pending.unlink(missing_ok=True)
+            for marker in markers.values():  # a run that failed: nbgrader stops waiting and runs it itself
+                marker.unlink(missing_ok=True)
             result.execute_seconds = time.monotonic() - started
             try:
                 graded.result()

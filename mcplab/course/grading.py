@@ -45,7 +45,7 @@ from .sandbox import Execution, Limits, run_notebook
 from .values import decode
 
 __all__ = ["JUDGE_FAILED", "KERNEL_DIED", "NOT_RUN", "JudgeChecks", "ScrubOutputs", "SealedExecute",
-           "autograde_preprocessors", "sandbox_notebook", "trusted_cells"]
+           "autograde_preprocessors", "pending_marker", "sandbox_notebook", "trusted_cells"]
 
 #: ``ename`` of the judge's error output on a graded cell that failed its sealed checks.
 JUDGE_FAILED = "SealedCheckFailed"
@@ -131,7 +131,8 @@ class SealedExecute(Execute):
         except CheckError as exc:
             raise CourseError(str(exc)) from None
         text = nbformat.writes(copy)
-        execution = _cached(self.cache_dir, execution_key(text, self.limits(), self.sealed), self.wall_limit + 60)
+        execution = _cached(self.cache_dir, execution_key(text, self.limits(), self.sealed), pending_marker(resources),
+                            self.wall_limit + 60)
         if execution is None:
             root = CourseDirectory(config=self.config).root
             execution = run_notebook(text, limits=self.limits(), sealed=self.sealed, course_root=Path(root).resolve())
@@ -169,13 +170,19 @@ def execution_key(text: str, limits: Limits, sealed: bool) -> str:
     return h.hexdigest()
 
 
-def _cached(cache_dir: str, key: str, wait: float) -> Execution | None:
-    """The execution ``mcplab course autograde`` ran for ``key``; waits up to ``wait`` s while it is still running."""
+def pending_marker(resources: dict[str, Any]) -> str:
+    """The file name that says a submission is being run ahead by ``mcplab course autograde``."""
+    meta = resources["nbgrader"]
+    return hashlib.sha256(f"{meta['student']}\0{meta['assignment']}\0{meta['notebook']}".encode()).hexdigest() + ".pending"
+
+
+def _cached(cache_dir: str, key: str, marker: str, wait: float) -> Execution | None:
+    """The execution ``mcplab course autograde`` ran for ``key``; waits up to ``wait`` s while its run is still going."""
     if not cache_dir:
         return None
-    path, pending = Path(cache_dir) / f"{key}.json", Path(cache_dir) / f"{key}.pending"
+    path, pending = Path(cache_dir) / f"{key}.json", Path(cache_dir) / marker
     deadline = time.monotonic() + wait
-    while not path.exists() and pending.exists() and time.monotonic() < deadline:
+    while pending.exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # polling a file another process of ours writes; the deadline bounds it
     try:
         return Execution.from_json(json.loads(path.read_text(encoding="utf-8")))
@@ -201,6 +208,19 @@ def _text(value: Any) -> str | None:
     return value[:_MAX_TEXT] if isinstance(value, str) else None
 
 
+_SECRETS: dict[tuple[str, int], set[str]] = {}
+
+
+def _secret_lines(source: Path) -> set[str]:
+    """``secret_lines`` of a source notebook, read once per grading process (and again if the file changes)."""
+    if not source.is_file():
+        return set()
+    key = (str(source), source.stat().st_mtime_ns)
+    if key not in _SECRETS:
+        _SECRETS[key] = secret_lines(source)
+    return _SECRETS[key]
+
+
 class ScrubOutputs(NbGraderPreprocessor):
     """Outputs from the sandbox as plain, bounded data with no secret line in them."""
 
@@ -208,7 +228,7 @@ class ScrubOutputs(NbGraderPreprocessor):
         coursedir = CourseDirectory(config=self.config)
         meta = resources["nbgrader"]
         source = Path(coursedir.format_path(coursedir.source_directory, ".", meta["assignment"])) / f"{meta['notebook']}.ipynb"
-        self._secret = secret_lines(source) if source.is_file() else set()
+        self._secret = _secret_lines(source)
         return super().preprocess(nb, resources)
 
     def _lines(self, text: str) -> str:
