@@ -66,9 +66,28 @@ def test_an_answered_notification():
     check("negative-notification-answered", "a notification must get no JSON-RPC response", "x", NOTE)
 
 
-@pytest.mark.parametrize("status", [200, 204, 400])
+@pytest.mark.parametrize("status", [200, 204, 399, 600])
 def test_a_notification_with_another_status(status):
     check("negative-wrong-http-status", f"an accepted notification is answered 202, got HTTP {status}", b"", NOTE, status=status)
+
+
+REFUSAL = {"jsonrpc": "2.0", "error": {"code": -32600, "message": "not accepted"}}
+
+
+@pytest.mark.parametrize("status", [400, 403, 599])
+@pytest.mark.parametrize("body", [b"", None, REFUSAL, json.dumps(REFUSAL), "Forbidden", b"<html>nope</html>", [REFUSAL]])
+def test_a_refused_notification_may_get_an_error_status(status, body):
+    """Issue 19: a refused notification gets a 4xx/5xx with an empty body or an id-less JSON-RPC error (transport page)."""
+    assert validate_response(body, NOTE, status=status) is None
+
+
+@pytest.mark.parametrize("body", [{**REFUSAL, "id": None}, {**REFUSAL, "id": 1}, {"jsonrpc": "2.0", "result": {}},
+                                  json.dumps({"jsonrpc": "2.0", "id": 3, "error": REFUSAL["error"]})])
+def test_a_refused_notification_never_gets_an_id_or_a_result(body):
+    error = fault(body, NOTE, status=400)
+    assert (error.case, error.message) == (
+        "negative-notification-answered",
+        "a refused notification may carry an error response without an id, never a result or an id")
 
 
 def test_a_raw_notification_request_is_recognised():
