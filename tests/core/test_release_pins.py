@@ -571,3 +571,92 @@ def test_the_policy_suite_is_a_tuple_and_names_its_digest():
     assert policy.suite == ("b", "a")
     assert ReleaseGate(policy).suite_digest == suite_digest(["a", "b"]) == evidence_digest(["a", "b"])
     assert ReleaseGate(ReleasePolicy()).suite_digest == SUITE
+
+
+# --- re-observed SDK views, long exceptions, the missing-list cut-off, value-naming messages -----------------
+
+LISTED = {"resultType": "complete", "tools": [{"name": "t", "description": "d", "inputSchema": {"type": "object"}}],
+          "ttlMs": 0, "cacheScope": "private"}
+
+
+def observed(**changes):
+    from mcplab.sdkview import sdk_observe
+
+    return {"raw": LISTED, **sdk_observe(dict(LISTED)), **changes}
+
+
+def test_a_reobserved_view_must_be_what_the_installed_sdk_produces():
+    from mcplab.sdkview import sdk_identity
+
+    who = sdk_identity()
+    policy = ReleasePolicy(trusted_signers=SIGNERS, verify_sdk_views=True)
+    lossy = {"raw": {**OK_RESULT, "hint": 1}, "view": OK_RESULT, "label": "lossy"}
+    items = [observed(label="good"), observed(label="forged", view={**observed()["view"], "tools": []}),
+             {"raw": LISTED, "view": LISTED, "label": "bare"}, observed(label="other", sdk="fastmcp", version="0.1"),
+             observed(label="era", era="future"), observed(label="typed", method=5), lossy]
+    assert decide(policy, sdk_evidence=items)["reasons"] == [
+        "SDK evidence forged: the view differs from what the installed SDK produces when re-observed",
+        "SDK evidence bare: names no SDK observation (sdk, version, method, era missing): record it with sdk_observe",
+        f"SDK evidence other: recorded with 'fastmcp' '0.1'; the installed SDK ({who['sdk']} {who['version']}) cannot re-observe it",
+        "SDK evidence era: era 'future' is not modern or legacy",
+        "SDK evidence typed: not an observation (method must be strings)",
+        "SDK evidence lossy: names no SDK observation (sdk, version, method, era missing): record it with sdk_observe",
+    ]
+    assert decide(policy, sdk_evidence=[observed()])["reasons"] == []
+
+
+def test_a_refusal_reason_is_cut_at_200_characters():
+    result = decide(sdk_evidence=[{"raw": OK_RESULT, "view": None, "exception": "E" * 300}, {"raw": OK_RESULT, "view": OK_RESULT}])
+    assert result["reasons"] == [f"SDK evidence #0: the SDK refused the result ({'E' * 200})"]
+    assert [d["label"] for d in result["sdkDiffs"]] == ["#1"]
+
+
+def test_six_missing_verdicts_show_five_and_one_more():
+    keys = SUITE_KEYS[:7]
+    policy = ReleasePolicy(trusted_signers=SIGNERS, suite=keys)
+    first = [v for v in FULL if (f"{v['name']}.{v['variant']}" if v["variant"] else v["name"]) == keys[0]]
+    assert decide(policy, transcripts=first)["reasons"] == [
+        f"transcript evidence covers 1 of 7 verdicts of suite {suite_digest(keys)[:12]}; missing: {', '.join(keys[1:6])} and 1 more"]
+
+
+def test_rollback_evidence_ready_passes_its_limits_on():
+    from mcplab.release import rollback_evidence_ready
+
+    issued = NOW - timedelta(hours=1)
+    long = rollback(issuedAt=issued.isoformat(), expiresAt=(issued + timedelta(days=40)).isoformat())
+    assert rollback_evidence_ready(long, SIGNERS, NOW) is False
+    assert rollback_evidence_ready(long, SIGNERS, NOW, max_validity=timedelta(days=41)) is True
+
+
+def test_a_tzinfo_without_an_offset_is_naive():
+    from datetime import tzinfo
+
+    class Floating(tzinfo):
+        def utcoffset(self, dt):
+            return None
+
+        def __repr__(self):
+            return "Floating()"
+
+    floating = datetime(2026, 12, 1, 12, 0, tzinfo=Floating())
+    with pytest.raises(EvidenceError) as caught:
+        rollback_evidence_problems(rollback(), SIGNERS, floating)
+    assert str(caught.value).startswith("now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got datetime.datetime(2026")
+    with pytest.raises(EvidenceError) as caught:
+        rollback_evidence_problems(rollback(), SIGNERS, 5)
+    assert str(caught.value) == "now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got 5"
+
+
+@pytest.mark.parametrize("samples, baseline, message", [
+    ([{"t": 0, "latencyMs": 1, "error": "no"}], None, "health sample 0: field 'error' must be a boolean, got 'no'"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "streamDurationMs": 5, "firstEventMs": 1, "eventCount": -2}], None,
+     "health sample 0: field 'eventCount' must be a non-negative integer, got -2"),
+    ([{"t": 0, "latencyMs": 1, "error": False}], {"latencyMs": "x", "errorRate": 0.0},
+     "health baseline: field 'latencyMs' must be a finite number, got 'x'"),
+    ([{"t": 0, "latencyMs": 1, "error": False}], {"latencyMs": 1.0, "errorRate": 0.0, "latencyPercentile": 95.0},
+     "health baseline: latencyPercentile 95.0 is not comparable with the policy's 99.0"),
+])
+def test_health_errors_name_the_value(samples, baseline, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(samples, HealthPolicy(), baseline)
+    assert str(caught.value) == message
