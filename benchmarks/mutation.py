@@ -102,6 +102,12 @@ def prepare(name: str) -> Path:
     work = WORK / name
     work.mkdir(parents=True, exist_ok=True)
     _sync_tree(ROOT / "mcplab", work / "mcplab")
+    if (work / "mutants" / "mcplab").is_dir():
+        # mutmut regenerates changed .py files in its mutants/ copy but keeps data files (transcripts, schemas) it copied
+        # once: a cache from older code would run the tests against old data
+        for path in (ROOT / "mcplab").rglob("*"):
+            if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
+                _sync_file(path, work / "mutants" / "mcplab" / path.relative_to(ROOT / "mcplab"))
     tests = tests_of(name)
     keep = {"tests/__init__.py", "tests/conftest.py", *tests}
     if (ROOT / "tests" / "core").is_dir():
