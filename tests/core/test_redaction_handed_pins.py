@@ -40,6 +40,14 @@ def test_only_basic_is_decoded_and_only_valid_base64():
     assert handed_secrets(headers=[("Authorization", f"Basic {undecodable}")]) == [f"Basic {undecodable}", undecodable]
 
 
+def test_a_basic_password_keeps_its_colons_and_base64_is_strict():
+    colons = b64("alice:pa:ss")
+    assert handed_secrets(headers=[("Authorization", f"Basic {colons}")]) == sorted(
+        {f"Basic {colons}", colons, "alice:pa:ss", "alice", "pa:ss"}, key=lambda s: (-len(s), s))
+    loose = b64("alice:secret") + "!"
+    assert handed_secrets(headers=[("Authorization", f"Basic {loose}")]) == [f"Basic {loose}", loose]
+
+
 def test_short_strings_are_left_out():
     assert MIN_HANDED_SECRET == 4
     assert handed_secrets(headers=[("X-Key", "abc"), ("X-Other", "abcd")]) == ["abcd"]

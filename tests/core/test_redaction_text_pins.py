@@ -65,6 +65,12 @@ def test_private_key_blocks(text, expected):
     ("auth: Bearer", "auth: Bearer"),
     ("tokens: 512", "tokens: 512"),
     ("passwordHint: pick a long one", "passwordHint: pick a long one"),
+    ("token=abca", f"token={R}"),
+    ("'token'='abca' x", f"'token'='{R}' x"),
+    ("TOKEN: NULL", "TOKEN: NULL"),
+    ("Secret: FALSE", "Secret: FALSE"),
+    ('password=""', 'password=""'),
+    (f"pwd: {R}", f"pwd: {R}"),
 ])
 def test_key_value_pairs(text, expected):
     assert redact({"m": text}) == {"m": expected}
