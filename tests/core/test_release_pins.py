@@ -660,3 +660,11 @@ def test_health_errors_name_the_value(samples, baseline, message):
     with pytest.raises(EvidenceError) as caught:
         evaluate_health(samples, HealthPolicy(), baseline)
     assert str(caught.value) == message
+
+
+def test_a_legacy_observation_is_reobserved_as_legacy():
+    from mcplab.sdkview import sdk_observe
+
+    policy = ReleasePolicy(trusted_signers=SIGNERS, verify_sdk_views=True)
+    legacy = {"raw": LISTED, **sdk_observe(dict(LISTED), "tools/list", "legacy"), "label": "legacy"}
+    assert decide(policy, sdk_evidence=[legacy])["reasons"] == []

@@ -485,6 +485,12 @@ def test_decide_approval_errors(legacy, clock):
         legacy.decide_approval("AP-0123456789ab", "accept")
     with pytest.raises(ApprovalError, match=r"^no pending approval '5' \(see 'mcplab stockroom approvals'\)$"):
         legacy.decide_approval(5, "accept")
+    with pytest.raises(ApprovalError, match=r"^action must be 'accept' or 'decline', got 'a{40}'$"):
+        legacy.decide_approval("AP-0123456789ab", "a" * 50)
+    with pytest.raises(ApprovalError, match=r"^channel must be one of \(.*\), got 'c{40}'$"):
+        legacy.decide_approval("AP-0123456789ab", "accept", channel="c" * 50)
+    with pytest.raises(ApprovalError, match=r"^no pending approval 'p{40}' \(see 'mcplab stockroom approvals'\)$"):
+        legacy.decide_approval("p" * 50, "accept")
     with pytest.raises(ApprovalError, match=r"^channel must be one of \('api', 'panel', 'cli', 'http', 'panel/http'\), got 'mail'$"):
         legacy.decide_approval("AP-0123456789ab", "accept", channel="mail")
     approval_id = legacy_ask(legacy)
@@ -610,3 +616,12 @@ def test_trace_details_name_the_draft(room, legacy):
     legacy.decide_approval(approval_id, "accept")
     legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
     assert last(legacy)["detail"]["draft_id"] == "DR-0001" and last(legacy)["detail"]["approval_id"] == approval_id
+
+
+def test_only_the_person_s_token_is_the_approver_token(legacy):
+    """Issue 15: a person's approval needs a credential the agent never sees."""
+    token = legacy.approver_token
+    assert legacy.is_approver_token(token) is True
+    assert legacy.is_approver_token(token[:-1] + ("x" if token[-1] != "x" else "y")) is False
+    assert legacy.is_approver_token("") is False
+    assert legacy.is_approver_token(None) is False
