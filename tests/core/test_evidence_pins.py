@@ -133,3 +133,16 @@ def test_evidence_files_are_utf8_whatever_the_locale(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == '{\n  "n": "é"\n}\n'.encode()
+
+
+@pytest.mark.parametrize("value, char", [({"a": "x\ud800"}, "\ud800"), (["\udfff"], "\udfff")])
+def test_a_lone_surrogate_is_named_not_a_unicode_error(value, char, tmp_path):
+    """Issue 15: evidence with a lone surrogate is EvidenceError naming the character, before any file is touched."""
+    message = f"evidence is not JSON: a string holds a lone surrogate ({char!r}), which has no UTF-8 form"
+    with pytest.raises(EvidenceError) as caught:
+        canonical_json(value)
+    assert str(caught.value) == message
+    with pytest.raises(EvidenceError) as caught:
+        write_evidence(tmp_path / "e.json", value)
+    assert str(caught.value) == message
+    assert os.listdir(tmp_path) == []
