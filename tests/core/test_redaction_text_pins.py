@@ -33,6 +33,7 @@ def b64(data: bytes) -> str:
     ("Basic conformance checks passed", "Basic conformance checks passed"),
     (f"Basic {b64(bytes([255, 254]) + b':abc' + bytes([255]))}", f"Basic {b64(bytes([255, 254]) + b':abc' + bytes([255]))}"),
     ("Basic abc~defgh!", "Basic abc~defgh!"),
+    ("bearer XXXXXXXXXX", "bearer XXXXXXXXXX"),
 ])
 def test_auth_credentials_in_prose(text, expected):
     assert redact({"m": text}) == {"m": expected}
@@ -71,6 +72,10 @@ def test_private_key_blocks(text, expected):
     ("Secret: FALSE", "Secret: FALSE"),
     ('password=""', 'password=""'),
     (f"pwd: {R}", f"pwd: {R}"),
+    ("token=XXXX", f"token={R}"),
+    ("token=XabX", f"token={R}"),
+    ("auth cookie key token secret pass pwd credential contrase session token=abc1",
+     f"auth cookie key token secret pass pwd credential contrase session token={R}"),
 ])
 def test_key_value_pairs(text, expected):
     assert redact({"m": text}) == {"m": expected}
@@ -79,3 +84,25 @@ def test_key_value_pairs(text, expected):
 def test_a_text_rule_reports_the_string_s_path():
     assert redaction_paths({"m": "Bearer abc.def-123", "n": "plain"}) == ["$.m"]
     assert redaction_paths({"m": "abc"}) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("using ghp_" + "a1B2" * 9 + " now", f"using {R} now"),
+    ("AKIAABCDEFGHIJKLMNOP", R),
+    ("key sk-ant-api03-" + "x1Y2" * 8, f"key {R}"),
+    ("glpat-" + "a1B2c3D4e5F6g7H8i9J0" + " and AKIAABCDEFGHIJKLMNOP", f"{R} and {R}"),
+    ("abcdefghijklmnopqrstuvwxyz0123", "abcdefghijklmnopqrstuvwxyz0123"),
+])
+def test_token_shapes(text, expected):
+    assert redact({"m": text}) == {"m": expected}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("see https://u:pw@h/x", f"see https://u:{R}@h/x"),
+    ("https://longtokenuser:pw@h/", f"https://longtokenuser:{R}@h/"),
+    ("https://TOKENVALUE123456@h/", f"https://{R}@h/"),
+    ("https://TOKENVALUE12345@h/", "https://TOKENVALUE12345@h/"),
+    (f"https://{R}@h/", f"https://{R}@h/"),
+])
+def test_urls_in_text(text, expected):
+    assert redact({"m": text}) == {"m": expected}
