@@ -14,6 +14,7 @@ Usage (slow: minutes per module; not part of the test command)::
     python benchmarks/mutation.py era results     # some modules
     python benchmarks/mutation.py --report        # print the table from the cache, run nothing
     python benchmarks/mutation.py era --survivors # also print each surviving mutant's diff
+    python benchmarks/mutation.py release/gate    # a part of the release package (release/health, release/rollback)
 
 Options: ``--max-children N`` (default 1) and ``--nice N`` (default 15) for a shared machine;
 ``--fresh`` drops a module's cache. Exit 1 when a module is below ``--target`` (default 90).
