@@ -10,6 +10,7 @@ import pytest
 
 from mcplab.errors import EvidenceError
 from mcplab.evidence import canonical_json, evidence_digest, write_evidence
+from mcplab.outfile import OutputPathError
 from mcplab.redaction import REDACTED
 
 
@@ -43,6 +44,7 @@ def test_digest_is_sha256_of_the_redacted_canonical_form():
 
 
 def test_write_evidence_writes_redacted_sorted_indented_json(tmp_path):
+    (tmp_path / "deep" / "er").mkdir(parents=True)
     target = tmp_path / "deep" / "er" / "case.json"
     got = write_evidence(str(target), {"b": "é", "a": {"Authorization": "Bearer abc"}})
     assert got == target
@@ -65,13 +67,37 @@ def test_write_evidence_refuses_non_json_and_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_a_failed_replace_removes_the_temporary_file(tmp_path):
+def test_a_missing_folder_is_refused_not_created(tmp_path):
+    """Issue 15: output files refuse missing folders (never created), and the error names the path as given."""
+    target = tmp_path / "deep" / "case.json"
+    with pytest.raises(OutputPathError) as caught:
+        write_evidence(str(target), {"a": 1})
+    assert str(caught.value) == f"{target}: the folder {tmp_path / 'deep'} does not exist (create it first; mcplab does not)"
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_at_the_path_is_refused_before_writing(tmp_path):
+    """Issue 15: a directory is never replaced; nothing is written beside it."""
     target = tmp_path / "taken"
     target.mkdir()
-    (target / "inside").write_text("x")  # os.replace of a file over a non-empty directory fails
-    with pytest.raises(OSError):
+    with pytest.raises(OutputPathError) as caught:
         write_evidence(target, {"a": 1})
+    assert str(caught.value) == f"{target}: is a directory; name the file to write inside it"
     assert sorted(os.listdir(tmp_path)) == ["taken"]
+    assert os.listdir(target) == []
+
+
+def test_a_failed_replace_removes_the_temporary_file(tmp_path, monkeypatch):
+    target = tmp_path / "e.json"
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OutputPathError) as caught:
+        write_evidence(target, {"a": 1})
+    assert str(caught.value) == f"{target}: cannot write (Permission denied)"
+    assert os.listdir(tmp_path) == []
 
 
 def test_the_temporary_file_is_hidden_beside_the_target(tmp_path, monkeypatch):
@@ -107,3 +133,16 @@ def test_evidence_files_are_utf8_whatever_the_locale(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == '{\n  "n": "é"\n}\n'.encode()
+
+
+@pytest.mark.parametrize("value, char", [({"a": "x\ud800"}, "\ud800"), (["\udfff"], "\udfff")])
+def test_a_lone_surrogate_is_named_not_a_unicode_error(value, char, tmp_path):
+    """Issue 15: evidence with a lone surrogate is EvidenceError naming the character, before any file is touched."""
+    message = f"evidence is not JSON: a string holds a lone surrogate ({char!r}), which has no UTF-8 form"
+    with pytest.raises(EvidenceError) as caught:
+        canonical_json(value)
+    assert str(caught.value) == message
+    with pytest.raises(EvidenceError) as caught:
+        write_evidence(tmp_path / "e.json", value)
+    assert str(caught.value) == message
+    assert os.listdir(tmp_path) == []

@@ -109,3 +109,16 @@ def test_only_space_and_tab_count_as_edge_whitespace(value):
 
 def test_media_type_drops_every_parameter():
     assert media_type({"content-type": ["text/event-stream; charset=utf-8; x=y"]}) == "text/event-stream"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("a\ud800b", "a value with a lone surrogate has no UTF-8 form and cannot travel in a header"),
+    (5, "a header value is a string, got int"),
+    (None, "a header value is a string, got NoneType"),
+    (b"x", "a header value is a string, got bytes"),
+])
+def test_encode_header_value_refusals_are_violations(value, message):
+    """Issue 15: validators raise only ProtocolViolation (no UnicodeEncodeError, no AttributeError)."""
+    with pytest.raises(ProtocolViolation) as caught:
+        encode_header_value(value)
+    assert (caught.value.message, caught.value.code, caught.value.case) == (message, -32602, "negative-invalid-params")

@@ -1,6 +1,8 @@
 """Pins of the release gate: policy validation, evidence labels and reasons, stream ratios, the halt reasons.
 
-Each test names the decision input whose handling it pins; the candidate evidence below passes as a whole.
+Each test names the decision input whose handling it pins; the candidate evidence below passes as a whole:
+the verdicts of the whole shipped transcript suite (run here, issue 15: evidence covers the suite bound by
+its digest) and rollback evidence whose ``acceptanceSha256`` is the digest of its ``acceptanceEvidence``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mcplab.errors import EvidenceError
+from mcplab.evidence import evidence_digest
 from mcplab.release import (
     HealthPolicy,
     ReleaseGate,
@@ -17,7 +20,9 @@ from mcplab.release import (
     evaluate_health,
     rollback_evidence_problems,
     sign_rollback_evidence,
+    suite_digest,
 )
+from mcplab.transcript import load_transcripts, run_transcript
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 KEY = b"release-controller-key"
@@ -29,6 +34,10 @@ ERROR = {"jsonrpc": "2.0", "id": 7, "error": {"code": -32020, "message": "Header
 CAPTURE = {"ingress": {"headers": [], "body": {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}},
            "origin": {"status": 400, "headers": JSON, "body": ERROR},
            "egress": {"status": 400, "headers": JSON, "body": ERROR}}
+#: Real verdicts of the whole shipped suite (every one passes) and the digest that names that suite.
+FULL = [run_transcript(t).to_dict() for t in load_transcripts()]
+SUITE_KEYS = sorted(f"{v['name']}.{v['variant']}" if v["variant"] else v["name"] for v in FULL)
+SUITE = suite_digest(SUITE_KEYS)
 
 
 def window(n=30, *, latency=100.0, span=120.0, **extra):
@@ -39,17 +48,25 @@ def rollback(**overrides):
     evidence = {
         "version": "1.4.2",
         "acceptanceEvidence": {"transcriptsPassed": 15, "transcriptsTotal": 15, "digest": "cd" * 32},
-        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32, "acceptanceSha256": "45" * 32,
+        "artifactSha256": "01" * 32, "descriptorSha256": "23" * 32,
         "registryState": "active", "health": {"healthy": True, "reasons": []},
         "routeRestoration": ["route 100% of traffic to 1.4.2"],
         "issuedAt": (NOW - timedelta(hours=1)).isoformat(), "expiresAt": (NOW + timedelta(days=1)).isoformat(),
     }
     evidence.update(overrides)
+    if "acceptanceSha256" not in overrides:  # tied to the acceptance evidence it names (issue 15)
+        evidence["acceptanceSha256"] = evidence_digest(evidence["acceptanceEvidence"])
     return sign_rollback_evidence(evidence, "release-controller", KEY)
 
 
+def verdicts(*changed):
+    """The full suite's verdicts with ``changed`` ({name, variant?, passed, ...}) replacing the same verdict."""
+    keyed = {(v["name"], v.get("variant")): v for v in changed}
+    return [keyed.get((v["name"], v["variant"]), v) for v in FULL]
+
+
 def decide(policy=None, **overrides):
-    evidence = {"transcripts": [{"name": CASE, "passed": True}], "sdk_evidence": [{"raw": OK_RESULT, "view": OK_RESULT}],
+    evidence = {"transcripts": FULL, "sdk_evidence": [{"raw": OK_RESULT, "view": OK_RESULT}],
                 "proxy_captures": [CAPTURE], "health_samples": window(), "rollback": rollback(), "now": NOW}
     evidence.update(overrides)
     return ReleaseGate(policy or ReleasePolicy(trusted_signers=SIGNERS)).evaluate(**evidence)
@@ -59,6 +76,7 @@ def test_good_evidence_promotes():
     result = decide()
     assert (result["action"], result["reasons"], result["candidatePassed"]) == ("promote", [], True)
     assert result["rollbackTarget"] == {"index": 0, "version": "1.4.2"}
+    assert result["suiteDigest"] == SUITE and len(SUITE_KEYS) == len(set(SUITE_KEYS)) == len(FULL)
 
 
 # --- HealthPolicy validation -------------------------------------------------------------------------
@@ -135,19 +153,50 @@ def test_certificate_problems():
 
 def test_halt_reasons_name_what_is_missing():
     assert decide(rollback=None)["reasons"] == ["rollback target not proven: verify rollback evidence before promotion"]
-    failing = decide(rollback=None, transcripts=[{"name": CASE, "passed": False}])
+    failing = decide(rollback=None, transcripts=verdicts({"name": CASE, "variant": None, "passed": False}))
     assert failing["reasons"] == [f"transcripts failed: {CASE}", "rollback target not proven: halting traffic instead of guessing"]
 
 
+MALFORMED = "malformed evidence (needs a known case 'name', an optional string 'variant' and a boolean 'passed')"
+
+
 def test_transcript_reasons():
+    suite = (CASE, f"{CASE}.b", "golden-modern-list")
+    policy = ReleasePolicy(trusted_signers=SIGNERS, suite=suite)
     transcripts = [{"name": CASE, "passed": False, "label": "mine"}, "junk", {"name": CASE, "passed": True},
-                   {"name": CASE, "variant": "b", "passed": False}, {"name": CASE, "variant": "b", "passed": True}]
-    assert decide(transcripts=transcripts)["reasons"] == [
+                   {"name": CASE, "variant": "b", "passed": False}, {"name": CASE, "variant": "b", "passed": True},
+                   {"name": CASE, "variant": ["b"], "passed": True}, {"name": CASE, "variant": "", "passed": True},
+                   {"name": "no-such-case", "passed": True}, {"name": CASE, "passed": 1}, {"name": 5, "passed": True},
+                   {"name": "golden-modern-call", "passed": True}]
+    digest = suite_digest(list(suite))[:12]
+    assert decide(policy, transcripts=transcripts)["reasons"] == [
         f"transcripts failed: {CASE}, {CASE}",
-        "transcript #1: malformed evidence (needs a known case 'name' and a boolean 'passed')",
+        f"transcript #1: {MALFORMED}",
         f"transcript {CASE}: the same verdict appears twice",
-        f"transcript {CASE}: the same verdict appears twice",
+        f"transcript {CASE}.b: the same verdict appears twice",
+        *(f"transcript #{i}: {MALFORMED}" for i in range(5, 10)),
+        f"transcript golden-modern-call: not a verdict of suite {digest}",
+        f"transcript evidence covers 2 of 3 verdicts of suite {digest}; missing: golden-modern-list",
     ]
+
+
+def test_evidence_must_cover_the_whole_shipped_suite():
+    """Issue 15: one hand-written verdict is not the suite; the reason counts and names what is missing (5, then a count)."""
+    missing = SUITE_KEYS[3:]
+    result = decide(transcripts=sorted(FULL, key=lambda v: (v["name"], v["variant"] or ""))[:3])
+    assert result["action"] == "rollback" and result["candidatePassed"] is False
+    assert result["reasons"] == [f"transcript evidence covers 3 of {len(FULL)} verdicts of suite {SUITE[:12]}; "
+                                 f"missing: {', '.join(missing[:5])} and {len(missing) - 5} more"]
+    short = ReleasePolicy(trusted_signers=SIGNERS, suite=SUITE_KEYS[:6])
+    assert decide(short, transcripts=[v for v in FULL if (f"{v['name']}.{v['variant']}" if v["variant"] else v["name"])
+                                      in SUITE_KEYS[:1]])["reasons"] == [
+        f"transcript evidence covers 1 of 6 verdicts of suite {suite_digest(SUITE_KEYS[:6])[:12]}; "
+        f"missing: {', '.join(SUITE_KEYS[1:6])}"]
+
+
+def test_a_failed_verdict_of_the_full_suite_is_named():
+    result = decide(transcripts=verdicts({"name": CASE, "variant": None, "passed": False}))
+    assert (result["action"], result["reasons"]) == ("rollback", [f"transcripts failed: {CASE}"])
 
 
 @pytest.mark.parametrize("evidence", ["abc", b"abc", [], None, 5])
@@ -166,13 +215,27 @@ def test_sdk_reasons_and_diffs():
     assert result["reasons"] == [
         "SDK evidence #0: malformed (needs the raw result and the SDK's view)",
         "SDK evidence #1: malformed (needs the raw result and the SDK's view)",
-        "SDK evidence refused: the SDK refused the result (no reason recorded)",
+        "SDK evidence refused: not an observation (no view and no exception recorded)",
         "SDK evidence #3: the SDK refused the result (ValidationError: x)",
         "SDK diff lossy: semantic loss of 'hint' not allowed by policy",
     ]
     assert [d["label"] for d in result["sdkDiffs"]] == ["lossy", "#5"]
     assert result["allowedDrops"] == ["extra", "gone"]
     assert result["unusedAllowedDrops"] == ["unused"]
+
+
+@pytest.mark.parametrize("item, why", [
+    ({"raw": {}, "view": {}}, "the raw result is empty"),
+    ({"raw": OK_RESULT, "view": {}}, "the SDK's view must be a non-empty object, or null with the exception it raised"),
+    ({"raw": OK_RESULT, "view": [1]}, "the SDK's view must be a non-empty object, or null with the exception it raised"),
+    ({"raw": OK_RESULT, "view": None, "exception": "  "}, "no view and no exception recorded"),
+    ({"raw": OK_RESULT, "view": None, "exception": 5}, "no view and no exception recorded"),
+    ({"raw": OK_RESULT, "view": OK_RESULT, "sdk": 5, "era": None, "method": "tools/list"}, "sdk, era must be strings"),
+])
+def test_sdk_evidence_must_be_an_observation(item, why):
+    """Issue 15: an SDK pair that records nothing (``{"raw": {}, "view": {}}``) is not evidence."""
+    result = decide(sdk_evidence=[item])
+    assert (result["action"], result["reasons"], result["sdkDiffs"]) == ("rollback", [f"SDK evidence #0: not an observation ({why})"], [])
 
 
 def test_proxy_reasons_and_findings():
@@ -204,8 +267,12 @@ def test_deep_evidence_is_a_reason_not_a_crash():
         deep = {"x": deep}
     origin = {**CAPTURE["origin"], "body": deep}
     result = decide(sdk_evidence=[{"raw": deep, "view": deep}], proxy_captures=[{**CAPTURE, "origin": origin, "egress": origin}])
-    assert result["reasons"][:2] == ["SDK evidence is nested too deeply to judge", "proxy evidence is nested too deeply to judge"]
+    # issue 15: proxy_findings judges deep captures without recursion (this one is faithful); the SDK diff still cannot
+    assert result["reasons"] == ["SDK evidence is nested too deeply to judge"]
     assert (result["sdkDiffs"], result["proxyFindings"]) == ([], [])
+    collapsed = {**origin, "status": 500}
+    found = decide(proxy_captures=[{**CAPTURE, "origin": origin, "egress": collapsed}])["proxyFindings"]
+    assert [f["case"] for f in found] == ["negative-proxy-changed-status"]
 
 
 def test_a_target_without_a_version_string():
@@ -394,3 +461,210 @@ def test_the_signer_is_a_non_empty_string(signer):
     with pytest.raises(EvidenceError) as caught:
         sign_rollback_evidence({}, signer, KEY)
     assert str(caught.value) == "rollback evidence signer must be a non-empty string"
+
+
+# --- issue 15: acceptance digest, validity window, versions, the suite claim, a naive now ---------------------
+
+def test_the_acceptance_digest_must_name_the_acceptance_evidence():
+    assert problems(rollback(acceptanceSha256="45" * 32)) == [
+        "acceptanceSha256: is not the digest of acceptanceEvidence (evidence_digest of it)"]
+    other = {"transcriptsPassed": 14, "transcriptsTotal": 14, "digest": "cd" * 32}
+    assert problems(rollback(acceptanceSha256=evidence_digest(other))) == [
+        "acceptanceSha256: is not the digest of acceptanceEvidence (evidence_digest of it)"]
+    unsigned = {**rollback(), "acceptanceEvidence": {"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "cd" * 32,
+                                                     "x": float("nan")}}
+    assert problems(unsigned) == ["acceptanceSha256: the acceptance evidence is not JSON, so no digest can name it",
+                                  "certificate: cannot verify, evidence is not JSON: $.acceptanceEvidence.x is nan "
+                                  "(NaN and infinity are not JSON)"]
+    # a malformed acceptanceSha256 is reported once, as a digest, not also as a mismatch
+    assert problems(rollback(acceptanceSha256="XY")) == ["acceptanceSha256: must be 64 lowercase hex characters (SHA-256)"]
+
+
+def test_a_validity_window_has_a_maximum():
+    issued = NOW - timedelta(hours=1)
+    longest = rollback(issuedAt=issued.isoformat(), expiresAt=(issued + timedelta(days=30)).isoformat())
+    assert problems(longest) == []
+    longer = rollback(issuedAt=issued.isoformat(), expiresAt=(issued + timedelta(days=30, seconds=1)).isoformat())
+    assert problems(longer) == ["expiresAt: a validity window may last at most 30 days (issuedAt to expiresAt is 30 days)"]
+    assert rollback_evidence_problems(longer, SIGNERS, NOW, max_validity=timedelta(days=31)) == []
+    year = rollback(issuedAt=issued.isoformat(), expiresAt=(issued + timedelta(days=365)).isoformat())
+    assert problems(year) == ["expiresAt: a validity window may last at most 30 days (issuedAt to expiresAt is 365 days)"]
+    future = rollback(issuedAt=(NOW + timedelta(seconds=1)).isoformat())
+    assert problems(future) == [f"issuedAt: {(NOW + timedelta(seconds=1)).isoformat()} is in the future"]
+    gate = ReleaseGate(ReleasePolicy(trusted_signers=SIGNERS, max_validity=timedelta(hours=2)))
+    target = gate.evaluate(transcripts=FULL, sdk_evidence=[{"raw": OK_RESULT, "view": OK_RESULT}], proxy_captures=[CAPTURE],
+                           health_samples=window(), rollback=rollback(), now=NOW)["rollbackCandidates"][0]
+    assert target["problems"] == ["expiresAt: a validity window may last at most 0 days (issuedAt to expiresAt is 1 days)"]
+
+
+@pytest.mark.parametrize("version, message", [
+    ("HEAD", "version: 'HEAD' is not a version (expected digits such as 1.4.2, not a branch or commit)"),
+    ("main", "version: 'main' is not a version (expected digits such as 1.4.2, not a branch or commit)"),
+    ("1" * 65, f"version: {'1' * 65!r} is not a version (expected digits such as 1.4.2, not a branch or commit)"),
+    ("latest", "version: 'latest' is a moving alias, not an exact version"),
+    (" Current ", "version: ' Current ' is a moving alias, not an exact version"),
+    ("^1.4", "version: '^1.4' is a range or wildcard, not an exact version"),
+    ("1.4.x", "version: '1.4.x' is a range or wildcard, not an exact version"),
+    ("1.X", "version: '1.X' is a range or wildcard, not an exact version"),
+    ("1.4 ", "version: '1.4 ' is a range or wildcard, not an exact version"),
+    ("", "version: must be a non-empty exact version string, got ''"),
+    ("  ", "version: must be a non-empty exact version string, got '  '"),
+    (142, "version: must be a non-empty exact version string, got 142"),
+])
+def test_a_version_must_be_a_version(version, message):
+    assert problems(rollback(version=version)) == [message]
+
+
+@pytest.mark.parametrize("version", ["1.4.2", "v2", "1.0.0-beta.2+build.5", "2.0.0rc1", "2026.12.1", "1" * 64])
+def test_real_versions_pass(version):
+    assert problems(rollback(version=version)) == []
+
+
+def test_acceptance_claiming_the_suite_counts_all_of_it():
+    claim = {"transcriptsPassed": len(FULL) - 1, "transcriptsTotal": len(FULL) - 1, "digest": SUITE}
+    result = decide(rollback=rollback(acceptanceEvidence=claim))
+    assert result["rollbackCandidates"][0]["problems"] == [
+        f"acceptanceEvidence: claims suite {SUITE[:12]} of {len(FULL)} transcripts but counts {len(FULL) - 1}"]
+    whole = {"transcriptsPassed": len(FULL), "transcriptsTotal": len(FULL), "digest": SUITE}
+    assert decide(rollback=rollback(acceptanceEvidence=whole))["action"] == "promote"
+    assert problems(rollback(acceptanceEvidence=claim)) == []  # without the gate's suite nothing is claimed
+
+
+@pytest.mark.parametrize("acceptance, expected", [
+    ({"transcriptsPassed": "1", "transcriptsTotal": 1, "digest": "cd" * 32},
+     ["acceptanceEvidence.transcriptsPassed: must be an integer, got '1'"]),
+    ({"transcriptsPassed": 0, "transcriptsTotal": 0, "digest": "cd" * 32},
+     ["acceptanceEvidence.transcriptsTotal: must be a positive integer, got 0"]),
+    ({"transcriptsPassed": 1, "transcriptsTotal": True, "digest": "cd" * 32},
+     ["acceptanceEvidence.transcriptsTotal: must be a positive integer, got True"]),
+    ({"transcriptsPassed": 1, "transcriptsTotal": 1, "digest": "CD" * 32},
+     ["acceptanceEvidence.digest: must be 64 lowercase hex characters (SHA-256)"]),
+])
+def test_acceptance_field_messages(acceptance, expected):
+    assert problems(rollback(acceptanceEvidence=acceptance)) == expected
+
+
+@pytest.mark.parametrize("now", [datetime(2026, 12, 1, 12, 0), "2026-12-01T12:00:00Z", 5])
+def test_a_naive_or_odd_now_is_an_evidence_error(now):
+    with pytest.raises(EvidenceError) as caught:
+        decide(now=now)
+    assert str(caught.value).startswith("now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got ")
+    with pytest.raises(EvidenceError):
+        rollback_evidence_problems(rollback(), SIGNERS, now)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"suite": []}, "suite must be a non-empty list of verdict keys ('name' or 'name.variant')"),
+    ({"suite": ["a", ""]}, "suite must be a non-empty list of verdict keys ('name' or 'name.variant')"),
+    ({"suite": ["a", 5]}, "suite must be a non-empty list of verdict keys ('name' or 'name.variant')"),
+    ({"max_validity": timedelta(0)}, "max_validity must be a positive timedelta"),
+    ({"max_validity": 30}, "max_validity must be a positive timedelta"),
+])
+def test_release_policy_suite_and_validity_errors(kwargs, message):
+    with pytest.raises(ValueError) as caught:
+        ReleasePolicy(**kwargs)
+    assert str(caught.value) == message
+
+
+def test_the_policy_suite_is_a_tuple_and_names_its_digest():
+    policy = ReleasePolicy(suite=["b", "a"])
+    assert policy.suite == ("b", "a")
+    assert ReleaseGate(policy).suite_digest == suite_digest(["a", "b"]) == evidence_digest(["a", "b"])
+    assert ReleaseGate(ReleasePolicy()).suite_digest == SUITE
+
+
+# --- re-observed SDK views, long exceptions, the missing-list cut-off, value-naming messages -----------------
+
+LISTED = {"resultType": "complete", "tools": [{"name": "t", "description": "d", "inputSchema": {"type": "object"}}],
+          "ttlMs": 0, "cacheScope": "private"}
+
+
+def observed(**changes):
+    from mcplab.sdkview import sdk_observe
+
+    return {"raw": LISTED, **sdk_observe(dict(LISTED)), **changes}
+
+
+def test_a_reobserved_view_must_be_what_the_installed_sdk_produces():
+    from mcplab.sdkview import sdk_identity
+
+    who = sdk_identity()
+    policy = ReleasePolicy(trusted_signers=SIGNERS, verify_sdk_views=True)
+    lossy = {"raw": {**OK_RESULT, "hint": 1}, "view": OK_RESULT, "label": "lossy"}
+    items = [observed(label="good"), observed(label="forged", view={**observed()["view"], "tools": []}),
+             {"raw": LISTED, "view": LISTED, "label": "bare"}, observed(label="other", sdk="fastmcp", version="0.1"),
+             observed(label="era", era="future"), observed(label="typed", method=5), lossy]
+    assert decide(policy, sdk_evidence=items)["reasons"] == [
+        "SDK evidence forged: the view differs from what the installed SDK produces when re-observed",
+        "SDK evidence bare: names no SDK observation (sdk, version, method, era missing): record it with sdk_observe",
+        f"SDK evidence other: recorded with 'fastmcp' '0.1'; the installed SDK ({who['sdk']} {who['version']}) cannot re-observe it",
+        "SDK evidence era: era 'future' is not modern or legacy",
+        "SDK evidence typed: not an observation (method must be strings)",
+        "SDK evidence lossy: names no SDK observation (sdk, version, method, era missing): record it with sdk_observe",
+    ]
+    assert decide(policy, sdk_evidence=[observed()])["reasons"] == []
+
+
+def test_a_refusal_reason_is_cut_at_200_characters():
+    result = decide(sdk_evidence=[{"raw": OK_RESULT, "view": None, "exception": "E" * 300}, {"raw": OK_RESULT, "view": OK_RESULT}])
+    assert result["reasons"] == [f"SDK evidence #0: the SDK refused the result ({'E' * 200})"]
+    assert [d["label"] for d in result["sdkDiffs"]] == ["#1"]
+
+
+def test_six_missing_verdicts_show_five_and_one_more():
+    keys = SUITE_KEYS[:7]
+    policy = ReleasePolicy(trusted_signers=SIGNERS, suite=keys)
+    first = [v for v in FULL if (f"{v['name']}.{v['variant']}" if v["variant"] else v["name"]) == keys[0]]
+    assert decide(policy, transcripts=first)["reasons"] == [
+        f"transcript evidence covers 1 of 7 verdicts of suite {suite_digest(keys)[:12]}; missing: {', '.join(keys[1:6])} and 1 more"]
+
+
+def test_rollback_evidence_ready_passes_its_limits_on():
+    from mcplab.release import rollback_evidence_ready
+
+    issued = NOW - timedelta(hours=1)
+    long = rollback(issuedAt=issued.isoformat(), expiresAt=(issued + timedelta(days=40)).isoformat())
+    assert rollback_evidence_ready(long, SIGNERS, NOW) is False
+    assert rollback_evidence_ready(long, SIGNERS, NOW, max_validity=timedelta(days=41)) is True
+
+
+def test_a_tzinfo_without_an_offset_is_naive():
+    from datetime import tzinfo
+
+    class Floating(tzinfo):
+        def utcoffset(self, dt):
+            return None
+
+        def __repr__(self):
+            return "Floating()"
+
+    floating = datetime(2026, 12, 1, 12, 0, tzinfo=Floating())
+    with pytest.raises(EvidenceError) as caught:
+        rollback_evidence_problems(rollback(), SIGNERS, floating)
+    assert str(caught.value).startswith("now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got datetime.datetime(2026")
+    with pytest.raises(EvidenceError) as caught:
+        rollback_evidence_problems(rollback(), SIGNERS, 5)
+    assert str(caught.value) == "now must be a timezone-aware datetime (e.g. datetime.now(UTC)), got 5"
+
+
+@pytest.mark.parametrize("samples, baseline, message", [
+    ([{"t": 0, "latencyMs": 1, "error": "no"}], None, "health sample 0: field 'error' must be a boolean, got 'no'"),
+    ([{"t": 0, "latencyMs": 1, "error": False, "streamDurationMs": 5, "firstEventMs": 1, "eventCount": -2}], None,
+     "health sample 0: field 'eventCount' must be a non-negative integer, got -2"),
+    ([{"t": 0, "latencyMs": 1, "error": False}], {"latencyMs": "x", "errorRate": 0.0},
+     "health baseline: field 'latencyMs' must be a finite number, got 'x'"),
+    ([{"t": 0, "latencyMs": 1, "error": False}], {"latencyMs": 1.0, "errorRate": 0.0, "latencyPercentile": 95.0},
+     "health baseline: latencyPercentile 95.0 is not comparable with the policy's 99.0"),
+])
+def test_health_errors_name_the_value(samples, baseline, message):
+    with pytest.raises(EvidenceError) as caught:
+        evaluate_health(samples, HealthPolicy(), baseline)
+    assert str(caught.value) == message
+
+
+def test_a_legacy_observation_is_reobserved_as_legacy():
+    from mcplab.sdkview import sdk_observe
+
+    policy = ReleasePolicy(trusted_signers=SIGNERS, verify_sdk_views=True)
+    legacy = {"raw": LISTED, **sdk_observe(dict(LISTED), "tools/list", "legacy"), "label": "legacy"}
+    assert decide(policy, sdk_evidence=[legacy])["reasons"] == []

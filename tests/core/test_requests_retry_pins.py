@@ -46,14 +46,14 @@ def test_decline_and_cancel_need_no_content(action):
     assert validate_retry(original, asked, retry) == retry
 
 
-def test_retry_type_errors_are_caller_bugs():
+def test_retry_shape_errors_are_violations():
+    """Issue 15: validators raise only ProtocolViolation, so a wrong shape is a retry mismatch, not a TypeError."""
     original, asked, retry = rounds()
-    with pytest.raises(TypeError, match="validate_retry needs the original request object"):
-        validate_retry([original], asked, retry)
-    with pytest.raises(TypeError, match="validate_retry needs the original request object"):
-        validate_retry(original, [asked], retry)
-    with pytest.raises(TypeError, match="validate the input_required result first"):
-        validate_retry(original, {**asked, "inputRequests": ["approval"]}, retry)
+    needs = "validate_retry needs the original request object and the input_required result object"
+    assert retry_fault([original], asked, retry) == needs
+    assert retry_fault(original, [asked], retry) == needs
+    assert retry_fault(original, {**asked, "inputRequests": ["approval"]}, retry) == (
+        "the input_required result's inputRequests is not an object")
 
 
 def test_retry_envelope_is_checked():
@@ -177,12 +177,11 @@ def test_reject_unsolicited_retry():
 
 
 
-def test_retry_type_error_messages():
+def test_retry_shape_error_messages():
     original, asked, retry = rounds()
-    with pytest.raises(TypeError, match=r"^validate_retry needs the original request object and the input_required result object$"):
-        validate_retry(None, asked, retry)
-    with pytest.raises(TypeError, match=r"^validate the input_required result first: its inputRequests is not an object$"):
-        validate_retry(original, {**asked, "inputRequests": "x"}, retry)
+    assert retry_fault(None, asked, retry) == "validate_retry needs the original request object and the input_required result object"
+    assert retry_fault(original, None, retry) == "validate_retry needs the original request object and the input_required result object"
+    assert retry_fault(original, {**asked, "inputRequests": "x"}, retry) == "the input_required result's inputRequests is not an object"
 
 
 def test_a_retry_of_a_request_without_params_or_with_odd_meta():

@@ -66,9 +66,28 @@ def test_an_answered_notification():
     check("negative-notification-answered", "a notification must get no JSON-RPC response", "x", NOTE)
 
 
-@pytest.mark.parametrize("status", [200, 204, 400])
+@pytest.mark.parametrize("status", [200, 204, 399, 600])
 def test_a_notification_with_another_status(status):
     check("negative-wrong-http-status", f"an accepted notification is answered 202, got HTTP {status}", b"", NOTE, status=status)
+
+
+REFUSAL = {"jsonrpc": "2.0", "error": {"code": -32600, "message": "not accepted"}}
+
+
+@pytest.mark.parametrize("status", [400, 403, 599])
+@pytest.mark.parametrize("body", [b"", None, REFUSAL, json.dumps(REFUSAL), "Forbidden", b"<html>nope</html>", [REFUSAL]])
+def test_a_refused_notification_may_get_an_error_status(status, body):
+    """Issue 19: a refused notification gets a 4xx/5xx with an empty body or an id-less JSON-RPC error (transport page)."""
+    assert validate_response(body, NOTE, status=status) is None
+
+
+@pytest.mark.parametrize("body", [{**REFUSAL, "id": None}, {**REFUSAL, "id": 1}, {"jsonrpc": "2.0", "result": {}},
+                                  json.dumps({"jsonrpc": "2.0", "id": 3, "error": REFUSAL["error"]})])
+def test_a_refused_notification_never_gets_an_id_or_a_result(body):
+    error = fault(body, NOTE, status=400)
+    assert (error.case, error.message) == (
+        "negative-notification-answered",
+        "a refused notification may carry an error response without an id, never a result or an id")
 
 
 def test_a_raw_notification_request_is_recognised():
@@ -269,3 +288,49 @@ def test_a_stream_for_a_request_without_meta_or_without_a_request():
     progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p1"}}
     check_stream("negative-sse-unrelated-notification", "event 0 reports progress for token 'p1', the request's is None",
                  progress, OK, request=plain)
+
+
+# --- issue 19: null ids, unreadable request ids, course-only statuses; issue 15: parsed bodies under SSE ----------
+
+NULL_ID = "response id is null: the schemas' RequestId is a string or an integer; an id that could not be read is left out"
+PARSE_ERROR = {"code": -32700, "message": "parse error"}
+
+
+@pytest.mark.parametrize("request_", [REQ, b"{not json", [REQ]])
+def test_a_null_response_id_is_never_valid(request_):
+    error = fault({"jsonrpc": "2.0", "id": None, "error": PARSE_ERROR}, request_)
+    assert (error.case, error.message) == ("negative-id-mismatch", NULL_ID)
+
+
+@pytest.mark.parametrize("request_", [b"{not json", [REQ], "[]"])
+def test_an_unreadable_request_id_is_left_out_of_the_answer(request_):
+    answer = {"jsonrpc": "2.0", "error": PARSE_ERROR}
+    assert validate_response(answer, request_) == answer
+    error = fault({**answer, "id": 3}, request_)
+    assert (error.case, error.message) == ("negative-id-mismatch", "response id 3 answers a request whose id could not be read (leave it out)")
+
+
+def test_course_error_statuses_are_waived_by_the_specification_alone():
+    from mcplab.cases import spec_rules_only
+
+    invalid = err(-32602)
+    check("negative-wrong-http-status", "protocol error -32602 must travel with HTTP 400, got HTTP 200", invalid, status=200)
+    with spec_rules_only() as waived:
+        assert validate_response(invalid, REQ, status=200) == invalid
+        check("negative-wrong-http-status", "protocol error -32020 must travel with HTTP 400, got HTTP 200", err(-32020), status=200)
+        check("negative-wrong-http-status", "protocol error -32601 must travel with HTTP 404, got HTTP 400", err(-32601), status=400)
+    assert waived == [("course-error-status", "error -32602 travelled with HTTP 200")]
+
+
+@pytest.mark.parametrize("body", [{"jsonrpc": "2.0", "id": 1}, [1], 5])
+def test_a_parsed_body_under_an_event_stream_type_is_unparsable(body):
+    error = fault(body, REQ, headers=SSE_HEADERS)
+    assert (error.case, error.message) == (
+        "negative-response-unparsable", f"an event stream is text; got a parsed {type(body).__name__} under Content-Type text/event-stream")
+
+
+@pytest.mark.parametrize("method, shown", [("m" * 200, "m" * 120), (5, "5"), (None, "None")])
+def test_a_server_request_in_a_stream_names_its_method(method, shown):
+    body = sse({"jsonrpc": "2.0", "id": 9, "method": method})
+    error = fault(body, REQ, headers=SSE_HEADERS)
+    assert (error.case, error.message) == ("negative-sse-server-request", f"event 0 is a server-to-client request ({shown})")

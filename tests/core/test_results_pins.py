@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcplab.cases import spec_rules_only
 from mcplab.errors import INVALID_PARAMS, ProtocolViolation
 from mcplab.results import (
     BASE_RESULT_TYPES,
@@ -137,8 +138,9 @@ def tools(*entries, **extra):
     ({"resultType": "complete", "tools": {}}, "tools/list result needs a tools array"),
     (tools(TOOL, "x"), "tools[1] must be an object"),
     (tools({**TOOL, "name": ""}), "tools[0].name must be a non-empty string"),
-    (tools({k: v for k, v in TOOL.items() if k != "name"}), "tools[0].name must be a non-empty string"),
-    (tools({**TOOL, "name": 5}), "tools[0].name must be a non-empty string"),
+    (tools({k: v for k, v in TOOL.items() if k != "name"}), "tools[0].name must be a string"),
+    (tools({**TOOL, "name": 5}), "tools[0].name must be a string"),
+    (tools({**TOOL, "description": 5}), "tool 'read_stock': description must be a string"),
     (tools(TOOL, dict(TOOL)), "tool name 'read_stock' appears twice"),
     (tools({**TOOL, "description": "  "}), "tool 'read_stock' needs a useful (non-empty) description"),
     (tools({k: v for k, v in TOOL.items() if k != "description"}), "tool 'read_stock' needs a useful (non-empty) description"),
@@ -170,10 +172,36 @@ def call(**fields):
     (call(content=[{"text": "no type"}]), "content[0] must be an object with a string type"),
     (call(content=[{"type": 1}]), "content[0] must be an object with a string type"),
     (call(isError="yes"), "isError must be a boolean"),
-    (call(structuredContent=[1]), "structuredContent must be an object"),
 ])
 def test_tools_call_rules(result, start):
     check(result, "negative-tools-call-payload", start, method="tools/call")
+
+
+@pytest.mark.parametrize("value", [[1], "text", 0, None, False, {"a": 1}])
+def test_structured_content_is_any_json_in_2026_07_28(value):
+    """Issue 19: 2026-07-28 allows any JSON value (server/tools § Structured Content); the object rule is 2025-11-25's."""
+    assert ok(call(structuredContent=value), method="tools/call") == "complete"
+
+
+@pytest.mark.parametrize("value", [[1], "text", 0, None])
+def test_structured_content_is_an_object_in_2025_11_25(value):
+    error = violation(call(structuredContent=value), era="legacy", method="tools/call")
+    assert (error.case, error.message) == ("negative-tools-call-payload", "structuredContent must be an object in 2025-11-25")
+    assert ok(call(structuredContent={"a": 1}), era="legacy", method="tools/call") == "complete"
+
+
+def test_should_and_course_rules_are_waived_by_the_specification_alone():
+    """Issue 19: tool names (SHOULD) and a useful description (course rule) are waivable; a name's type is not."""
+    listing = tools({**TOOL, "name": ""}, {**TOOL, "name": ""}, {k: v for k, v in TOOL.items() if k != "description"})
+    with spec_rules_only() as waived:
+        assert ok(listing) == "complete"
+    assert waived == [("should-tool-names", "tools[0].name is empty"), ("should-tool-names", "tools[1].name is empty"),
+                      ("should-tool-names", "tool name '' appears twice"),
+                      ("course-tool-description", "tool 'read_stock' has no useful description")]
+    with spec_rules_only() as waived:
+        check(tools({**TOOL, "name": 5}), "negative-tools-list-payload", "tools[0].name must be a string")
+        check(tools({**TOOL, "description": ["x"]}), "negative-tools-list-payload", "tool 'read_stock': description must be a string")
+    assert waived == []
 
 
 def test_tools_call_accepts_its_optional_fields():

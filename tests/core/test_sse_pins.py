@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcplab.errors import ProtocolViolation
 from mcplab.sse import is_event_stream, parse_sse
 
 
@@ -30,8 +31,20 @@ def test_bytes_and_bom():
     assert parse_sse("\ufeffdata: x\n\n".encode()) == [event("x")]
     assert parse_sse(bytearray(b"data: y\n\n")) == [event("y")]
     assert parse_sse("\ufeff\ufeffdata: z\n\n") == []  # only one BOM is dropped; the second makes an unknown field
-    with pytest.raises(UnicodeDecodeError):
-        parse_sse(b"data: \xff\n\n")
+
+
+@pytest.mark.parametrize("body, message", [
+    (b"data: \xff\n\n", "the event stream is not UTF-8 (byte 6)"),
+    (bytearray(b"\xc3"), "the event stream is not UTF-8 (byte 0)"),
+    (5, "an event stream is text, got int"),
+    (None, "an event stream is text, got NoneType"),
+])
+def test_undecodable_or_non_text_bodies_are_violations(body, message):
+    """Issue 15: validators raise only ProtocolViolation (not UnicodeDecodeError) on any input."""
+    with pytest.raises(ProtocolViolation) as caught:
+        parse_sse(body)
+    error = caught.value
+    assert (error.message, error.code, error.case) == (message, -32600, "negative-response-unparsable")
 
 
 def test_fields():

@@ -383,9 +383,10 @@ def test_legacy_question(legacy, clock):
     assert len(outcome.structured["diff"]) == 4
     message = outcome.structured["message"]
     assert message.startswith("Approve commit_reorder DR-0001 at ledger v1?\n")
-    assert message.endswith(f"\nA person approves or rejects {approval_id} in the stockroom (the circuit panel, or "
-                            f"POST /stockroom/approvals/{approval_id}); then call commit_reorder again with the same arguments "
-                            "and approval_id.")
+    # issue 15: the message to the agent names no route it could call to approve itself
+    assert message.endswith(f"\nA person approves or rejects {approval_id} out of band (in the stockroom's circuit panel); "
+                            "then call commit_reorder again with the same arguments and approval_id.")
+    assert "POST" not in message and "/stockroom/approvals" not in message
     record = last(legacy)
     assert record["decision"] == "asked" and record["detail"]["approval_id"] == approval_id
     assert record["detail"]["digest"] == payload_digest(RESTOCK)
@@ -403,7 +404,7 @@ def test_legacy_pending_then_accept_then_used(legacy):
     assert answer == {"approval_id": approval_id, "status": "accepted", "payload": RESTOCK}
     record = last(legacy)
     assert (record["era"], record["tool"], record["decision"]) == ("local", "approval", "accepted")
-    assert record["arguments"] == {"approval_id": approval_id, "action": "accept"}
+    assert record["arguments"] == {"approval_id": approval_id, "action": "accept", "channel": "api"}
     assert record["detail"] == {"draft_id": "DR-0001", "digest": payload_digest(RESTOCK)}
     done = legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
     assert done.structured["ok"] is True and done.structured["ledger_version"] == 2
@@ -411,6 +412,30 @@ def test_legacy_pending_then_accept_then_used(legacy):
     data = refused(legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id}),
                    "approval_already_used", "this approval was already used; it applies at most once")
     assert data["draft_id"] == "DR-0001"
+
+
+@pytest.mark.parametrize("channel", ["panel", "cli", "http", "panel/http"])
+def test_the_trace_records_the_channel_of_a_person_s_answer(legacy, channel):
+    """Issue 15: the trace records which channel approved."""
+    approval_id = legacy_ask(legacy)
+    legacy.decide_approval(approval_id, "decline", channel=channel)
+    assert last(legacy)["arguments"] == {"approval_id": approval_id, "action": "decline", "channel": channel}
+
+
+def test_a_file_stockroom_names_the_cli_for_a_person(tmp_path, clock):
+    db = tmp_path / "stock.db"
+    stockroom = Stockroom(db, era="legacy", now=clock)
+    try:
+        stockroom.reset()
+        stockroom.draft_reorder()
+        outcome = stockroom.call_tool("commit_reorder", dict(RESTOCK))
+        approval_id = outcome.structured["approval_id"]
+        assert outcome.structured["message"].endswith(
+            f"\nA person approves or rejects {approval_id} out of band (the circuit panel, or 'mcplab stockroom approve "
+            f"{approval_id} --db {db}'); then call commit_reorder again with the same arguments and approval_id.")
+        assert stockroom.approver_token not in outcome.structured["message"]
+    finally:
+        stockroom.close()
 
 
 def test_legacy_decline(legacy):
@@ -458,8 +483,16 @@ def test_decide_approval_errors(legacy, clock):
         legacy.decide_approval("AP-0123456789ab", "cancel")
     with pytest.raises(ApprovalError, match=r"^no pending approval 'AP-0123456789ab' \(see 'mcplab stockroom approvals'\)$"):
         legacy.decide_approval("AP-0123456789ab", "accept")
-    with pytest.raises(ApprovalError, match=r"^no pending approval 5 "):
+    with pytest.raises(ApprovalError, match=r"^no pending approval '5' \(see 'mcplab stockroom approvals'\)$"):
         legacy.decide_approval(5, "accept")
+    with pytest.raises(ApprovalError, match=r"^action must be 'accept' or 'decline', got 'a{40}'$"):
+        legacy.decide_approval("AP-0123456789ab", "a" * 50)
+    with pytest.raises(ApprovalError, match=r"^channel must be one of \(.*\), got 'c{40}'$"):
+        legacy.decide_approval("AP-0123456789ab", "accept", channel="c" * 50)
+    with pytest.raises(ApprovalError, match=r"^no pending approval 'p{40}' \(see 'mcplab stockroom approvals'\)$"):
+        legacy.decide_approval("p" * 50, "accept")
+    with pytest.raises(ApprovalError, match=r"^channel must be one of \('api', 'panel', 'cli', 'http', 'panel/http'\), got 'mail'$"):
+        legacy.decide_approval("AP-0123456789ab", "accept", channel="mail")
     approval_id = legacy_ask(legacy)
     legacy.decide_approval(approval_id, "decline")
     with pytest.raises(ApprovalError, match=rf"^{approval_id} was already answered \(declined\)$"):
@@ -583,3 +616,12 @@ def test_trace_details_name_the_draft(room, legacy):
     legacy.decide_approval(approval_id, "accept")
     legacy.call_tool("commit_reorder", {**RESTOCK, "approval_id": approval_id})
     assert last(legacy)["detail"]["draft_id"] == "DR-0001" and last(legacy)["detail"]["approval_id"] == approval_id
+
+
+def test_only_the_person_s_token_is_the_approver_token(legacy):
+    """Issue 15: a person's approval needs a credential the agent never sees."""
+    token = legacy.approver_token
+    assert legacy.is_approver_token(token) is True
+    assert legacy.is_approver_token(token[:-1] + ("x" if token[-1] != "x" else "y")) is False
+    assert legacy.is_approver_token("") is False
+    assert legacy.is_approver_token(None) is False
