@@ -14,6 +14,10 @@ from typing import Any
 
 import pytest
 
+#: Modules whose module-scoped fixture is parametrized (one expensive graded batch per lab): their
+#: tests run on one worker per parameter, so the batch is built once, not once per worker.
+_BY_PARAMETER = {"tests/course/test_sealed.py"}
+
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored when xdist is not installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -26,6 +30,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith(".ipynb") else nodeid
+            if path.endswith(".ipynb"):
+                return path
+            if path in _BY_PARAMETER and nodeid.endswith("]"):  # one worker builds each lab's graded batch once
+                return path + "[" + nodeid.rsplit("[", 1)[1]
+            return nodeid
 
     return NotebookScheduling(config, log)
