@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from contextlib import closing
 
 import pytest
 
 from mcplab.stockroom import Ledger, LedgerError, Stockroom
+
+from .conftest import wait_until
 
 DEADLINE_SECONDS = 30.0
 
@@ -80,10 +81,8 @@ def grouped(ledger: Ledger, first, second) -> dict[str, BaseException | None]:
     assert inside.wait(DEADLINE_SECONDS)
     b = threading.Thread(target=run, args=("second", second, False))
     b.start()
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while ledger._waiting == 0:  # the second unit is queued behind the first: they will share one group
-        assert time.monotonic() < deadline, "the second unit never queued"
-        time.sleep(0.001)
+    # the second unit is queued behind the first: they will share one group
+    wait_until(lambda: ledger._waiting > 0, DEADLINE_SECONDS, "the second unit never queued")
     release.set()
     a.join(DEADLINE_SECONDS)
     b.join(DEADLINE_SECONDS)

@@ -3,16 +3,14 @@ no mcplab code. ``serve_python_sdk()`` runs it under uvicorn in a daemon thread 
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
+
+from mcplab.serving import serve_app
 
 
 class Sum(BaseModel):
@@ -61,19 +59,5 @@ def build() -> MCPServer:
 def serve_python_sdk(json_response: bool = True) -> Iterator[str]:
     """The fixture on a free loopback port for the block (its URL); always stopped."""
     app = build().streamable_http_app(stateless_http=True, json_response=json_response, host="127.0.0.1")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the mcp SDK fixture did not start")
-        time.sleep(0.02)
-    try:
+    with serve_app(app, name="mcp SDK fixture") as port:  # mcplab's own loopback host for uvicorn: polled start, always stopped
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
