@@ -177,6 +177,21 @@ def observe(capture: Capture) -> dict[str, Any]:
     return {"kind": "unrecognized_response", "status": capture.status}
 
 
+def _initialize(client: httpx.Client, url: str, extra: Sequence[tuple[str, str]],
+                timeout: float) -> tuple[Capture, dict[str, Any], dict[str, Any] | None]:
+    """The bounded legacy probe: its capture, the legacy evidence it gives, and the server's capabilities (None: no result)."""
+    body, headers = build_request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": _CLIENT_INFO},
+                                  era="legacy")
+    legacy = send(client, url, [*headers, *extra], body, timeout=timeout)
+    result = (_message(legacy) or {}).get("result")
+    if not isinstance(result, dict):
+        return legacy, {"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure}, None
+    version = result.get("protocolVersion")
+    evidence = {"kind": "initialize_success", "protocolVersion": version} if version in LEGACY_VERSIONS else \
+        {"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure}
+    return legacy, evidence, result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+
+
 def probe_era(client: httpx.Client, url: str, mode: str, allow_legacy: bool, extra: Sequence[tuple[str, str]] = (),
               timeout: float = 5.0) -> tuple[dict[str, Any], list[Capture]]:
     """The era decision for ``url`` and the probe captures behind it."""
@@ -186,17 +201,11 @@ def probe_era(client: httpx.Client, url: str, mode: str, allow_legacy: bool, ext
     decision = select_era(observation, mode, allow_legacy)
     captures = [probe]
     if decision["nextStep"] == "legacy_probe":
-        body, headers = build_request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": _CLIENT_INFO},
-                                      era="legacy")
-        legacy = send(client, url, [*headers, *extra], body, timeout=timeout)
+        legacy, evidence, capabilities = _initialize(client, url, extra, timeout)
         captures.append(legacy)
-        result = (_message(legacy) or {}).get("result")
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        evidence = {"kind": "initialize_success", "protocolVersion": version} if version in LEGACY_VERSIONS else \
-            {"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure}
         decision = select_era(observation, mode, allow_legacy, legacy_evidence=evidence)
-        if isinstance(result, dict) and decision["era"] == "legacy":
-            decision["capabilities"] = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        if capabilities is not None and decision["era"] == "legacy":
+            decision["capabilities"] = capabilities
     if decision["era"] == "modern" and observation["kind"] == "discover_success":
         decision["capabilities"] = ((_message(probe) or {}).get("result") or {}).get("capabilities") or {}
     return decision, captures
@@ -209,21 +218,15 @@ def probe_legacy(client: httpx.Client, url: str, extra: Sequence[tuple[str, str]
     if decision["era"] == "legacy":
         decision["mode"] = "legacy"
         return decision, captures
-    body, headers = build_request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": _CLIENT_INFO},
-                                  era="legacy")
-    legacy = send(client, url, [*headers, *extra], body, timeout=timeout)
+    legacy, evidence, capabilities = _initialize(client, url, extra, timeout)
     captures.append(legacy)
-    result = (_message(legacy) or {}).get("result")
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
     modern = f"the modern probe found {decision['case'] or 'nothing conclusive'}"
-    if version in LEGACY_VERSIONS:
-        capabilities = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
-        decision.update(era="legacy", mode="legacy", case="era-fallback-legacy-proven", capabilities=capabilities,
-                        legacyEvidence={"kind": "initialize_success", "protocolVersion": version},
-                        reason=f"--era legacy: initialize negotiated {version} ({modern}; its 2025-11-25 side is judged)")
+    if evidence["kind"] == "initialize_success":
+        decision.update(era="legacy", mode="legacy", case="era-fallback-legacy-proven", capabilities=capabilities or {},
+                        legacyEvidence=evidence,
+                        reason=f"--era legacy: initialize negotiated {evidence['protocolVersion']} ({modern}; its 2025-11-25 side is judged)")
     else:
-        decision.update(era=None, mode="legacy", case="era-fallback-silence-inconclusive",
-                        legacyEvidence={"kind": "initialize_failed", "status": legacy.status, "failure": legacy.failure},
+        decision.update(era=None, mode="legacy", case="era-fallback-silence-inconclusive", legacyEvidence=evidence,
                         reason=f"--era legacy: initialize negotiated no 2025-11-25 version ({modern})")
     return decision, captures
 
