@@ -110,10 +110,12 @@ def _cmd_autograde(args: argparse.Namespace) -> int:
         raise MCPLabError(f"--jobs {args.jobs}: expected a whole number of sandboxes above 0")
     if args.timeout is not None and not (0 < args.timeout < 3600):
         raise MCPLabError(f"--timeout {args.timeout}: expected seconds per cell above 0 and below 3600")
+    if args.student is not None and not args.student.strip():
+        raise MCPLabError("--student '': expected a student id (a folder name under submitted/)")
     if args.unsealed:
         _say("warning: --unsealed: submissions run without a sandbox; a hostile submission can read and change this course")
     result = autograde.autograde(Path(args.course), args.lab, jobs=args.jobs, sealed=not args.unsealed, timeout=args.timeout,
-                                 students=[args.student] if args.student else None, progress=_say)
+                                 students=None if args.student is None else [args.student], progress=_say)
     rows = [[r.student, f"{r.score:g}/{r.max_score:g}", "-" if r.seconds is None else f"{r.seconds:.1f}", r.note] for r in result.rows]
     print(table(rows, ["STUDENT", "AUTOGRADED", "SECONDS", "NOTE"]))
     runs = len([r for r in result.rows if r.seconds is not None])

@@ -52,3 +52,21 @@ def test_autograde_before_the_release_says_what_to_run(tmp_path, capsys):
     course = course_copy(GRADERS, ["lab_a_era_boundary"], tmp_path / "course")
     assert main(["course", "autograde", "lab_a_era_boundary", "--course", str(course)]) == 2
     assert "lab_a_era_boundary was not released here: run 'nbgrader generate_assignment lab_a_era_boundary'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("student", ["../../etc", "*", "alice\nbob", "\ud800"])
+def test_autograde_student_is_a_name_never_a_path_or_pattern(student, tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "release" / "lab_a_era_boundary").mkdir(parents=True)
+    (course / "submitted" / "alice" / "lab_a_era_boundary").mkdir(parents=True)
+    (course / "submitted" / "alice" / "lab_a_era_boundary" / "lab_a_era_boundary.ipynb").write_text("{}")
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    (course / "gradebook.db").write_bytes(b"")
+    assert main(["course", "autograde", "lab_a_era_boundary", "--course", str(course), "--unsealed", "--student", student]) == 2
+    err = capsys.readouterr().err
+    assert "no submissions of lab_a_era_boundary" in err and "Traceback" not in err
+
+
+def test_autograde_refuses_an_empty_student(capsys):
+    assert main(["course", "autograde", "lab_a_era_boundary", "--student", " "]) == 2
+    assert "--student '': expected a student id" in capsys.readouterr().err
