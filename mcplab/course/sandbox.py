@@ -146,9 +146,11 @@ def bwrap_command(runner: list[str], limits: Limits, course_root: Path | None, w
                                  "Fedora: dnf install bubblewrap), or grade with --unsealed (no isolation)")
     size = str(limits.tmpfs_bytes)
     cmd = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-           "--unshare-cgroup-try", "--hostname", "sandbox", *_mount_args(course_root),
-           "--proc", "/proc", "--dev", "/dev", "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+           "--unshare-cgroup-try", "--hostname", "sandbox",
+           # the tmpfs folders first: an environment that lives under /tmp is bound on top of them, not hidden
+           "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
            "--perms", "0755", "--dir", "/home", "--size", size, "--perms", "0777", "--tmpfs", _HOME,
+           *_mount_args(course_root), "--proc", "/proc", "--dev", "/dev",
            "--perms", "0777", "--dir", workdir, "--chdir", workdir, "--clearenv"]
     for key, value in _environment(_HOME).items():
         cmd += ["--setenv", key, value]
