@@ -9,6 +9,7 @@ load when a server starts, not when this module does (``mcplab check`` only need
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import signal
 import socket
@@ -23,7 +24,8 @@ from .errors import MCPLabError
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["ServeError", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump"]
+__all__ = ["ServeError", "serve_app", "run_until_signal", "is_loopback", "transport_security", "wire_dump",
+           "spans_only_when_recorded"]
 
 T = TypeVar("T")
 
@@ -76,13 +78,19 @@ def run_until_signal(server: AbstractContextManager[T], started: Callable[[T], N
     """Enter ``server``, call ``started`` with what it yields, and wait for Ctrl-C or SIGTERM.
 
     The signals only set an event, so no ``KeyboardInterrupt`` can land inside start-up or
-    shutdown; the previous handlers are restored afterwards.
+    shutdown; the previous handlers are restored afterwards. This is a command's foreground
+    server, so the process is a server from here on: the objects of start-up (the SDK, pydantic's
+    schemas, about 90,000 of them) are frozen out of the garbage collector (``gc.freeze``). A full
+    collection then scans only what requests left behind: under load it took 27 ms with them,
+    which was the stockroom's p99 latency, and takes under 1 ms without them.
     """
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with server as running:
             if not stop.is_set():
+                gc.collect()
+                gc.freeze()
                 started(running)
                 stop.wait()
     finally:
@@ -122,3 +130,19 @@ def wire_dump(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: wire_dump(item) for key, item in value.items()}
     return value
+
+
+def spans_only_when_recorded(server: Any) -> Any:
+    """Drop the SDK's OpenTelemetry middleware from ``server`` unless a tracer provider records spans.
+
+    ``mcp`` 2.3.0 wraps every request in a span, a no-op until an OpenTelemetry SDK is installed,
+    yet it costs about a tenth of a stockroom tool call. The SDK documents dropping it from
+    ``Server.middleware`` as the opt-out; this keeps it when a real provider is set before the
+    server is built (``opentelemetry.trace.set_tracer_provider``), so traced deployments keep their spans.
+    """
+    from opentelemetry import trace
+
+    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        # matched by name: the class lives in a private SDK module, the list itself is public
+        server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    return server

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from mcplab.stockroom import Ledger, LedgerError, Stockroom, default_db_path
-from mcplab.stockroom.ledger import _Tx
+from mcplab.stockroom.tables import LedgerTx
 
 RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
     {"sku": "SR-101", "add_on_order": 6}, {"sku": "SR-103", "add_on_order": 13},
@@ -89,17 +89,17 @@ def test_a_failure_between_ledger_change_and_trace_record_leaves_neither(tmp_pat
     room.draft_reorder()
     pending = room.commit_reorder(RESTOCK)
     before_trace = len(room.trace())
-    original = _Tx.append
+    original = LedgerTx.append
 
     def crash(self, **kwargs):
         if kwargs.get("decision") == "approved":
             raise RuntimeError("power cut")
         return original(self, **kwargs)
 
-    monkeypatch.setattr(_Tx, "append", crash)
+    monkeypatch.setattr(LedgerTx, "append", crash)
     with pytest.raises(RuntimeError, match="power cut"):
         room.approve(pending)
-    monkeypatch.setattr(_Tx, "append", original)
+    monkeypatch.setattr(LedgerTx, "append", original)
     assert room.snapshot()["ledger_version"] == 1
     assert len(room.trace()) == before_trace
     assert room.verify() == []
@@ -178,7 +178,7 @@ def test_huge_arguments_are_summarised_in_the_trace():
 
 def _append_forged(path, **fields):
     """Append a correctly chained record by hand, as someone with the file could."""
-    from mcplab.stockroom.ledger import _chain_hash
+    from mcplab.stockroom.trace import chain_hash
 
     conn = raw(path)
     seq, prev = conn.execute("SELECT seq, hash FROM trace ORDER BY seq DESC LIMIT 1").fetchone()
@@ -186,7 +186,7 @@ def _append_forged(path, **fields):
             "arguments": {}, "detail": {}, "ledger_version": 1, **fields}
     conn.execute("INSERT INTO trace VALUES (?,?,?,?,?,?,?,?,?,?)",
                  (body["seq"], body["at"], body["era"], body["tool"], body["decision"], json.dumps(body["arguments"]),
-                  json.dumps(body["detail"]), body["ledger_version"], prev, _chain_hash(prev, body)))
+                  json.dumps(body["detail"]), body["ledger_version"], prev, chain_hash(prev, body)))
     return conn
 
 
@@ -325,7 +325,7 @@ def test_a_legacy_commit_without_a_recorded_approval_is_reported(tmp_path):
     room.close()
     sql(path, "DROP TRIGGER trace_no_delete")
     # rebuild the chain without the person's 'accepted' record, as a writer with the file could
-    from mcplab.stockroom.ledger import GENESIS_HASH, _chain_hash
+    from mcplab.stockroom.trace import GENESIS_HASH, chain_hash
     conn = raw(path)
     rows = conn.execute("SELECT seq, at, era, tool, decision, arguments, detail, ledger_version FROM trace ORDER BY seq").fetchall()
     conn.execute("DELETE FROM trace")
@@ -333,7 +333,7 @@ def test_a_legacy_commit_without_a_recorded_approval_is_reported(tmp_path):
     for seq, row in enumerate((r for r in rows if r[4] != "accepted"), start=1):
         body = {"seq": seq, "at": row[1], "era": row[2], "tool": row[3], "decision": row[4], "arguments": json.loads(row[5]),
                 "detail": json.loads(row[6]), "ledger_version": row[7]}
-        digest = _chain_hash(prev, body)
+        digest = chain_hash(prev, body)
         conn.execute("INSERT INTO trace VALUES (?,?,?,?,?,?,?,?,?,?)", (seq, *row[1:], prev, digest))
         prev = digest
     conn.close()

@@ -17,7 +17,7 @@ from mcp.client import Client
 from mcplab import build_request, validate_response, validate_result
 from mcplab.cases import CASES
 from mcplab.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
-from mcplab.stockroom import ApprovalError, ServeError, StockroomClient, StockroomConnectionError, serve_stockroom
+from mcplab.stockroom import ApprovalError, ServeError, Stockroom, StockroomClient, StockroomConnectionError, serve_stockroom
 
 RESTOCK = {"draft_id": "DR-0001", "ledger_version": 1, "lines": [
     {"sku": "SR-101", "add_on_order": 6}, {"sku": "SR-103", "add_on_order": 13},
@@ -335,3 +335,22 @@ def test_admin_decision_needs_a_json_object(server):
         reply = http.post(server.base_url + "/stockroom/approvals/AP-0123456789ab", content=b"[1]",
                           headers=person(server))
     assert reply.status_code == 400 and "JSON object" in reply.json()["error"]
+
+
+def test_the_sdk_span_middleware_is_kept_only_when_a_tracer_provider_records(monkeypatch):
+    """No OpenTelemetry SDK configured: the per-request span (a no-op) is dropped; a real provider keeps it."""
+    from opentelemetry import trace
+
+    from mcplab.stockroom.server import build_server
+
+    def span_middleware(server) -> list[str]:
+        return [type(m).__name__ for m in server.middleware if type(m).__name__ == "OpenTelemetryMiddleware"]
+
+    assert span_middleware(build_server(Stockroom())) == []
+
+    class Recording(trace.TracerProvider):
+        def get_tracer(self, *args, **kwargs):
+            return trace.NoOpTracer()
+
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: Recording())
+    assert span_middleware(build_server(Stockroom())) == ["OpenTelemetryMiddleware"]

@@ -31,7 +31,7 @@ from pydantic import ConfigDict
 
 from .. import __version__
 from ..request_guard import RequestOrderGuard
-from ..serving import serve_app, transport_security, wire_dump
+from ..serving import serve_app, spans_only_when_recorded, transport_security, wire_dump
 from ..versions import era_of_version
 from .completion import complete
 from .events import MemoryEventStore, SessionScope
@@ -332,6 +332,7 @@ def build_server(*, keeper: RoundKeeper | None = None, bus: SubscriptionBus | No
                       on_list_resources=list_resources, on_list_resource_templates=list_templates, on_read_resource=read_resource,
                       on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe, on_completion=completion,
                       on_set_logging_level=set_logging_level, on_subscriptions_listen=shutdown.listen)
+    spans_only_when_recorded(server)
     server.extensions[TASKS_EXTENSION] = {}
     server.add_request_handler("tasks/get", _TaskParams, get_task)
     server.add_request_handler("tasks/update", _TaskParams, update_task)

@@ -23,7 +23,7 @@ from ..jsonvalue import without_lone_surrogates
 from .approver import APPROVAL_CHANNELS, load_approver_token, new_approver_token, same_token
 from .catalog import MAX_ADD_ON_ORDER, TOOLS, WRITE_TOOL, policy_for, restock_lines, tool_descriptor
 from .gate import APPROVAL_TTL_SECONDS, StateRejected, open_state, payload_digest, seal_state
-from .ledger import MEMORY, Ledger
+from .ledger import MEMORY, Announcement, Ledger
 from .outcome import APPROVAL_KEY, LEGACY_APPROVAL_ERROR, StockroomAPI, ToolOutcome
 
 __all__ = ["Stockroom", "ApprovalError", "REQUIRED_CAPABILITIES", "ERAS", "TRACE_MAX_DEPTH", "TRACE_MAX_BYTES", "MAX_LINES"]
@@ -224,13 +224,32 @@ class Stockroom(StockroomAPI):
                   request_state: str | None = None, era: str | None = None,
                   client_capabilities: dict[str, Any] | None = None) -> ToolOutcome:
         """Decide one call and record it. ``era``/``client_capabilities`` override the instance's (the server's use)."""
+        work = self._call(name, arguments, input_responses, request_state, era, client_capabilities)
+        with self.ledger.transaction() as tx:
+            return work(tx)
+
+    async def call_tool_async(self, name: str, arguments: Any = None, *, input_responses: dict[str, Any] | None = None,
+                              request_state: str | None = None, era: str | None = None,
+                              client_capabilities: dict[str, Any] | None = None,
+                              announced: Announcement | None = None) -> ToolOutcome:
+        """:meth:`call_tool` from an asyncio event loop (the server's path): returns once its record is durable.
+
+        ``announced`` is the call's :meth:`Ledger.announce` handle, if the server announced it.
+        """
+        work = self._call(name, arguments, input_responses, request_state, era, client_capabilities)
+        return await self.ledger.run(work, announced=announced)
+
+    def _call(self, name: Any, arguments: Any, input_responses: Any, request_state: Any, era: str | None,
+              client_capabilities: dict[str, Any] | None) -> Callable[[Any], ToolOutcome]:
+        """The unit of work of one call: given a transaction, decide, record, and return the outcome."""
         era = era or self.era
         if era not in ERAS:
             raise ValueError(f"era must be one of {ERAS}, got {era!r}")
         capabilities = self.client_capabilities if client_capabilities is None else client_capabilities
         arguments = {} if arguments is None else arguments
-        outcome = ToolOutcome(tool=name, arguments=arguments, kind="complete", era=era)
-        with self.ledger.transaction() as tx:
+
+        def work(tx: Any) -> ToolOutcome:
+            outcome = ToolOutcome(tool=name, arguments=arguments, kind="complete", era=era)
             try:
                 decision, detail = self._decide(tx, outcome, era, capabilities, input_responses, request_state)
             except _Refusal as refusal:
@@ -238,12 +257,13 @@ class Stockroom(StockroomAPI):
                 outcome.error = {"code": refusal.code, "message": str(refusal), "data": {**refusal.data, "tool": name}}
                 decision, detail = refusal.decision, outcome.error["data"]
             nonce = detail.pop("_nonce", None) if isinstance(detail, dict) else None
-            record = tx.append(era=era, tool=without_lone_surrogates(str(name)[:200]), decision=decision, arguments=_trace_safe(arguments),
-                               detail=_trace_safe(detail))
+            record = tx.append(era=era, tool=without_lone_surrogates(str(name)[:200]), decision=decision,
+                               arguments=_trace_safe(arguments), detail=_trace_safe(detail))
             if nonce:
                 tx.use_approval(nonce, record.seq)
             outcome.trace_seq = record.seq
-        return outcome
+            return outcome
+        return work
 
     def _decide(self, tx: Any, outcome: ToolOutcome, era: str, capabilities: Any,
                 input_responses: Any, request_state: Any) -> tuple[str, dict[str, Any]]:

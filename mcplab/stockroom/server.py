@@ -35,7 +35,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..bounded import BodyTooLarge, read_body
 from ..request_guard import RequestOrderGuard
-from ..serving import ServeError, is_loopback, serve_app, transport_security, wire_dump
+from ..serving import ServeError, is_loopback, serve_app, spans_only_when_recorded, transport_security, wire_dump
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
@@ -90,19 +90,19 @@ async def _json_object(request: Request) -> dict[str, Any]:
     return value
 
 
-def _to_wire(outcome: ToolOutcome) -> t.CallToolResult | t.InputRequiredResult:
-    import mcp_types as t
+def _to_wire(outcome: ToolOutcome) -> dict[str, Any]:
+    """The wire result of ``outcome`` as a plain dict: the SDK validates it once and shapes it per protocol
+    version (a 2025-11-25 answer loses ``resultType``)."""
     from mcp.shared.exceptions import MCPError
 
     if outcome.kind == "error":
         error = outcome.error or {}
         raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
     if outcome.kind == "input_required":
-        return t.InputRequiredResult.model_validate({"resultType": "input_required", "inputRequests": outcome.input_requests,
-                                                     "requestState": outcome.request_state})
+        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": outcome.request_state}
     text = json.dumps(outcome.structured, ensure_ascii=False)
-    return t.CallToolResult(content=[t.TextContent(type="text", text=text)], structured_content=outcome.structured,
-                            is_error=outcome.is_error)
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}], "structuredContent": outcome.structured,
+            "isError": outcome.is_error}
 
 
 async def _stream_progress(ctx: Any, items: list[dict[str, Any]], interval: float) -> None:
@@ -138,23 +138,25 @@ def build_server(stockroom: Stockroom, *, progress_interval: float = PROGRESS_IN
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         return t.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: Any) -> t.CallToolResult | t.InputRequiredResult:
+    async def call_tool(ctx: Any, params: Any) -> dict[str, Any]:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         capabilities = wire_dump(ctx.session.client_capabilities) if modern else None
         input_responses = getattr(params, "input_responses", None)
-        outcome = await anyio.to_thread.run_sync(lambda: stockroom.call_tool(
-            params.name, params.arguments,
+        request = getattr(ctx, "request", None)
+        announced = request.scope.get(_ANNOUNCED) if request is not None else None
+        outcome = await stockroom.call_tool_async(
+            params.name, params.arguments, announced=announced,
             input_responses=wire_dump(input_responses) if input_responses is not None else None,
             request_state=getattr(params, "request_state", None),
             era="modern" if modern else "legacy",
             client_capabilities=capabilities or {},
-        ))
+        )
         if params.name == STREAM_TOOL and outcome.kind == "complete":
             await _stream_progress(ctx, outcome.structured["items"], progress_interval)
         return _to_wire(outcome)
 
-    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    return spans_only_when_recorded(Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
+                                           on_list_tools=list_tools, on_call_tool=call_tool))
 
 
 def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | None) -> list[Route]:
@@ -233,24 +235,57 @@ def build_app(stockroom: Stockroom, *, host: str = "127.0.0.1", allowed_hosts: S
                                      transport_security=security,
                                      custom_starlette_routes=_admin_routes(stockroom, security) if admin else None)
     app.add_middleware(RequestOrderGuard, security=security)  # MISSION.md's validation order where the SDK differs
-    app.add_middleware(_NoListenStream)
+    app.add_middleware(_McpFront, ledger=stockroom.ledger)
     return app
 
 
-class _NoListenStream:
-    """``GET /mcp`` answers 405 (the transport's way to say "no server-initiated stream here")."""
+class _McpFront:
+    """In front of ``/mcp``: ``GET`` answers 405, and a ``POST`` carrying a ``tools/call`` is announced.
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    A ``GET`` gets the transport's way to say "no server-initiated stream here". A ``POST`` whose
+    body (once fully received) mentions ``tools/call`` is announced to the ledger
+    (:meth:`~mcplab.stockroom.ledger.Ledger.announce`) until its unit of work runs or the request
+    ends, so a group commit waits for calls already received instead of committing without them.
+    A body that only looks like a call costs nothing but that wait, which is bounded.
+    """
+
+    def __init__(self, app: Any, ledger: Ledger) -> None:
+        self.app, self.ledger = app, ledger
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == "/mcp":
+        if scope["type"] != "http" or scope["path"].rstrip("/") != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "GET":
             body = b"GET /mcp: this stateless server sends nothing unasked; POST requests instead\n"
             await send({"type": "http.response.start", "status": 405,
                         "headers": [(b"allow", b"POST"), (b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
-        await self.app(scope, receive, send)
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        calls = False
+
+        async def receive_and_announce() -> Any:
+            nonlocal calls
+            message = await receive()
+            if message["type"] == "http.request":
+                calls = calls or b"tools/call" in message.get("body", b"")
+                if calls and not message.get("more_body") and _ANNOUNCED not in scope:
+                    scope[_ANNOUNCED] = self.ledger.announce()
+            return message
+
+        try:
+            await self.app(scope, receive_and_announce, send)
+        finally:
+            announced = scope.get(_ANNOUNCED)
+            if announced is not None:
+                announced.withdraw()
+
+
+#: Where :class:`_McpFront` leaves a request's announcement for the tool handler (an ASGI scope key).
+_ANNOUNCED = "mcplab.stockroom.announced"
 
 
 @dataclass
