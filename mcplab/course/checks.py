@@ -37,7 +37,8 @@ from typing import Any
 
 from .values import encode, same
 
-__all__ = ["Call", "CheckError", "CheckSet", "Expectation", "Forbidden", "collect", "expect", "forbid", "hidden_region"]
+__all__ = ["Call", "CheckError", "CheckSet", "Expectation", "Forbidden", "collect", "expect", "forbid", "hidden_region",
+           "hidden_line_numbers"]
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
@@ -128,6 +129,19 @@ def hidden_region(source: str) -> str:
         if BEGIN_HIDDEN in line:
             inside = True
     return "\n".join(out)
+
+
+def hidden_line_numbers(source: str, begin: str = BEGIN_HIDDEN, end: str = END_HIDDEN) -> set[int]:
+    """1-based numbers of the lines of ``source`` inside a ``begin``/``end`` region, markers included."""
+    inside, numbers = False, set()
+    for number, line in enumerate(source.split("\n"), start=1):
+        if begin in line:
+            inside = True
+        if inside:
+            numbers.add(number)
+        if end in line:
+            inside = False
+    return numbers
 
 
 _CACHE: dict[tuple[str, str], CheckSet] = {}

@@ -37,6 +37,7 @@ __all__ = [
 
 from .checks import BEGIN_HIDDEN as _BEGIN_HIDDEN
 from .checks import END_HIDDEN as _END_HIDDEN
+from .checks import hidden_line_numbers  # here too, where the feedback code has always found it
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 #: The text that replaces the message of an error raised by a hidden test.
@@ -49,19 +50,6 @@ MIN_SECRET_CHARS = 8
 _WORD = re.compile(r"\w+")
 #: An import line names public modules only: never a secret, even inside a hidden region.
 _IMPORT = re.compile(r"^(?:import\s+[\w.]+|from\s+[\w.]+\s+import\s)")
-
-
-def hidden_line_numbers(source: str, begin: str = _BEGIN_HIDDEN, end: str = _END_HIDDEN) -> set[int]:
-    """1-based numbers of the lines of ``source`` inside a ``begin``/``end`` region, markers included."""
-    inside, numbers = False, set()
-    for number, line in enumerate(source.split("\n"), start=1):
-        if begin in line:
-            inside = True
-        if inside:
-            numbers.add(number)
-        if end in line:
-            inside = False
-    return numbers
 
 
 def _strip_region(source: str) -> str:

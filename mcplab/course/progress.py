@@ -114,7 +114,7 @@ def _title(markdown: str, fallback: str) -> str:
 
 
 def _visible(source: str) -> str:
-    from .hidden import hidden_line_numbers
+    from .checks import hidden_line_numbers  # not .hidden: that one loads nbgrader
 
     hidden = hidden_line_numbers(source)
     return "\n".join(line for n, line in enumerate(source.split("\n"), start=1) if n not in hidden)
@@ -122,6 +122,9 @@ def _visible(source: str) -> str:
 
 def read_exercises(notebook: Path) -> list[Exercise]:
     """The lab's exercises and written answers, in order, from the nbgrader metadata of its cells."""
+    from .._schema import jsonschema
+
+    jsonschema()  # nbformat imports jsonschema: this way without the second-long IRI grammar compile
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
