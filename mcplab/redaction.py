@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 #: Bump whenever a table below changes: evidence digests made under other rules differ.
-REDACTION_RULES_VERSION = 3
+REDACTION_RULES_VERSION = 4  # 4: pairs after another key (``error: token=x``); quotes that never close
 
 #: What replaces a secret value (in URLs it is percent-encoded, see ``redact``).
 REDACTED = "[REDACTED]"
@@ -144,10 +144,13 @@ _NOT_A_VALUE = frozenset({"bearer", "basic", "none", "null", "true", "false"})
 #: ``Bearer <token>`` / ``Basic <base64>`` in text (the scheme word kept, the credential replaced).
 _AUTH_CREDENTIAL = re.compile(r"(?P<lead>\b(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC)\s+)"
                               r"(?P<credential>\[REDACTED\]|[A-Za-z0-9\-._~+/]{8,4096}=*)")
-#: ``key: value`` / ``key=value`` with the key quoted or not (JSON, a Python repr, a query, a header
-#: line in a message); the value quoted (bounded) or up to a delimiter. The key decides (is_secret_key).
-_KEY_VALUE = re.compile(r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)\s{0,8}[:=]\s{0,8}"""
-                        r"""(?P<value>\[REDACTED\]|"(?:[^"\\\n]|\\.){0,4096}"|'(?:[^'\\\n]|\\.){0,4096}'|[^\s"'&;,(){}\[\]]{1,4096})""")
+#: ``key: `` / ``key=`` with the key quoted or not (JSON, a Python repr, a query, a header line in a
+#: message). The key decides (is_secret_key); only a secret key's value is read (:data:`_PAIR_VALUE`).
+_KEY_SEP = re.compile(r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)\s{0,8}[:=]\s{0,8}""")
+#: The value after a secret key: quoted (bounded), or up to a delimiter. A quote that never closes (a
+#: truncated log line: ``password="hunter2``) runs to the end of the line.
+_PAIR_VALUE = re.compile(r"""\[REDACTED\]|"(?:[^"\\\n]|\\.){0,4096}"|'(?:[^'\\\n]|\\.){0,4096}'"""
+                         r"""|"(?:[^"\\\n]|\\.){1,4096}|'(?:[^'\\\n]|\\.){1,4096}|[^\s"'&;,(){}\[\]]{1,4096}""")
 
 
 def fold_key(name: str) -> str:
@@ -296,7 +299,7 @@ def _redact_prose(text: str) -> str:
     if "bearer" in lowered or "basic" in lowered:
         text = _AUTH_CREDENTIAL.sub(_auth_credential, text)
     if ("=" in text or ":" in text) and any(hint in lowered for hint in _KEY_HINTS):
-        text = _KEY_VALUE.sub(_key_value, text)
+        text = _redact_pairs(text)
     return text
 
 
@@ -336,13 +339,28 @@ def _auth_credential(match: re.Match[str]) -> str:
     return f"{match.group('lead')}{REDACTED}" if looks else match.group(0)
 
 
-def _key_value(match: re.Match[str]) -> str:
-    key, value = match.group("key"), match.group("value")
-    if not is_secret_key(key) or value.strip("\"'") in ("", REDACTED) or value.lower() in _NOT_A_VALUE:
-        return match.group(0)
-    quote_char = value[0] if value[0] in "\"'" and len(value) >= 2 and value[-1] == value[0] else ""
-    start = match.start("value") - match.start(0)
-    return match.group(0)[:start] + f"{quote_char}{REDACTED}{quote_char}"
+def _redact_pairs(text: str) -> str:
+    """Every secret ``key=value`` / ``key: value`` pair of ``text`` with its value redacted.
+
+    The scan reads keys, and a value only after a secret key, then goes on after that value; after
+    any other key it goes on at once, so ``login failed: password=x`` finds ``password=x`` although
+    ``failed:`` came first (rules version 4). Each character is read a bounded number of times.
+    """
+    out: list[str] = []
+    pos = 0
+    while (pair := _KEY_SEP.search(text, pos)) is not None:
+        value = _PAIR_VALUE.match(text, pair.end()) if is_secret_key(pair.group("key")) else None
+        found = value.group(0) if value is not None else ""
+        if not found or found.strip("\"'") in ("", REDACTED) or found.lower() in _NOT_A_VALUE:
+            out.append(text[pos:pair.end()])
+            pos = pair.end()
+            continue
+        opening = found[0] if found[0] in "\"'" else ""
+        closing = opening if opening and len(found) >= 2 and found[-1] == opening else ""
+        out.append(f"{text[pos:pair.end()]}{opening}{REDACTED}{closing}")
+        pos = value.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _redact_url(url: str, path: str, paths: list[str]) -> str:

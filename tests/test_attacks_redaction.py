@@ -46,7 +46,9 @@ def planted() -> list[tuple[str, object, str]]:
         cases.append((f"key {key}", {"config": {key: secret}}, secret))
     for template in ("Authorization: Bearer {s}", "failed with bearer {s} (expired)", "header was 'Bearer {s}'",
                      "token: {s}", "password={s}", "{{\"access_token\": \"{s}\"}}", "got {{'client_secret': '{s}'}}",
-                     "retry with api_key={s}&x=1", "PASSWORD = \"{s}\""):
+                     "retry with api_key={s}&x=1", "PASSWORD = \"{s}\"", "login failed: password=\"{s}",
+                     "cut off: {{'token': '{s}", "secret='{s} and the rest of the line", "login failed: password={s}",
+                     "note: api_key: {s}", "error: auth: token={s}", "status: 401, token: \"{s}\""):
         secret = marker()
         cases.append((f"text {template[:20]}", {"message": template.format(s=secret)}, secret))
     basic = base64.b64encode(f"alice:{marker()}".encode()).decode()
@@ -95,7 +97,7 @@ def test_a_planted_secret_never_survives(leak, doc, secret, tmp_path):
 
 def test_every_class_counts():
     print(f"{len(CASES)} planted secrets in {len({c[0].split()[0] for c in CASES})} leak classes, rules v{REDACTION_RULES_VERSION}")
-    assert len(CASES) >= 40 and REDACTION_RULES_VERSION == 3
+    assert len(CASES) >= 40 and REDACTION_RULES_VERSION == 4
 
 
 @pytest.mark.parametrize("prose", [

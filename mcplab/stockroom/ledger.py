@@ -12,8 +12,10 @@ Group commit: transactions that queue up behind one another share one ``COMMIT``
 in its own ``SAVEPOINT``; none returns before that ``COMMIT`` has, so a record is durable before its
 answer leaves, and records stay in chain order (see :meth:`Ledger.transaction`).
 The server's path, :meth:`Ledger.run`, does the same from an asyncio event loop without a thread
-hop per call: a unit runs on the loop, the group's ``COMMIT`` runs on one commit thread while the
-loop serves other requests, and units that arrive meanwhile wait for it and form the next group.
+hop per call: a unit runs on the loop; the group's ``COMMIT`` waits two loop passes (so requests
+already on the sockets join) and for announced units (:meth:`Ledger.announce`), at most
+:data:`MAX_GROUP_WAIT_SECONDS`; it runs on the loop while commits are fast and on one commit thread
+when they are slow, and units that arrive during a threaded ``COMMIT`` form the next group.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class Ledger:
         self._waiting_lock = threading.Lock()
         self._closing: asyncio.Future[None] | None = None  # the event loop's COMMIT in flight on the thread, if any
         self._announced = 0  # units announced to run() and not yet run (or withdrawn)
-        self._commit_seconds = 0.0  # how long a COMMIT takes (moving average): decides where the loop's run
+        self._commit_seconds = 0.0  # how long a COMMIT takes (moving average): on the loop, or on the thread
         self._committer: ThreadPoolExecutor | None = None  # the thread that runs the loop's COMMITs
         self._closed = False
         if self.path != MEMORY:
