@@ -366,3 +366,14 @@ def test_redact_urls_in_stays_linear_on_text_with_many_word_boundaries():
     out = redact_urls_in(text)
     assert time.perf_counter() - started < 10
     assert out.endswith("http://u:[REDACTED]@127.0.0.1/x?token=%5BREDACTED%5D") and "pw@" not in out
+
+
+@pytest.mark.parametrize("text, redacted", [
+    ("login failed: password=hunter2-Zq9", "login failed: password=[REDACTED]"),  # after another key's separator
+    ("note: api_key: hunter2-Zq9 (rotated)", "note: api_key: [REDACTED] (rotated)"),
+    ('pwd="hunter2 Zq9" tail', 'pwd="[REDACTED]" tail'),  # a closed quote keeps both quotes
+    ('cut off: pwd="hunter2 Zq9', 'cut off: pwd="[REDACTED]'),  # one that never closes: to the line's end, no closing quote
+    ("token='hunter2\nnext line kept", "token='[REDACTED]\nnext line kept"),
+])
+def test_pairs_after_other_keys_and_unclosed_quotes(text, redacted):
+    assert redact({"m": text}) == {"m": redacted}
