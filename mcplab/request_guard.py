@@ -9,12 +9,14 @@ suite); every other request reaches the SDK byte for byte. It also answers a mal
 (unparsable JSON, a batch, a bad ``jsonrpc``) itself, because the SDK answers those with
 ``"id": null``, which the MCP schemas' RequestId forbids: an id that cannot be read is left out. A request the SDK's transport checks
 refuse (Host, Origin, Content-Type: DNS-rebinding protection) is never judged here, so it gets the
-SDK's 421/403/400 first. Bodies above ``MAX_GUARDED_BYTES`` pass through unread.
+SDK's 421/403/400 first. Bodies above ``MAX_GUARDED_BYTES`` pass through unread. A client that
+disconnects before its body ends gets no answer and leaves one log line (the SDK would log a traceback).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +30,12 @@ from .versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard"]
+__all__ = ["GUARDED_CASES", "MAX_GUARDED_BYTES", "RequestOrderGuard", "note_mid_body_disconnect"]
 
 #: Faults the SDK reports under a different code because it checks them later than MISSION.md.
 GUARDED_CASES = frozenset({"negative-meta-type", "negative-malformed-envelope"})
 _NO_ID = object()
+_log = logging.getLogger("uvicorn.error")
 MAX_GUARDED_BYTES = 1 << 20
 
 Scope = MutableMapping[str, Any]
@@ -112,6 +115,9 @@ class RequestOrderGuard:
             size += len(message.get("body", b""))
             if message["type"] != "http.request" or not message.get("more_body") or size > MAX_GUARDED_BYTES:
                 break
+        if chunks[-1]["type"] == "http.disconnect":  # gone before its body ended: nothing to judge or answer
+            note_mid_body_disconnect(scope)
+            return
         if size <= MAX_GUARDED_BYTES and chunks[-1]["type"] == "http.request":
             headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
             found = guarded_violation(b"".join(m.get("body", b"") for m in chunks), headers)
@@ -126,6 +132,12 @@ class RequestOrderGuard:
             return pending.pop(0) if pending else await receive()
 
         await self.app(scope, replay, send)
+
+
+def note_mid_body_disconnect(scope: Scope) -> None:
+    """The one log line for a client that went away before its request body ended (never a traceback)."""
+    _log.warning("mcplab: the client disconnected mid-body (%s %s); nothing was decided or answered",
+                 scope.get("method"), scope.get("path"))
 
 
 async def _answer(send: Send, request_id: Any, fault: ProtocolViolation) -> None:

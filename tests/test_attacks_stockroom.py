@@ -170,3 +170,41 @@ def test_serve_stockroom_prints_where_the_token_is_and_it_is_there(tmp_path):
     path = approver_token_path(db)
     assert line.endswith(str(path)) and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert path.read_text().strip() not in log.read_text()  # where it is, never what it is
+
+
+# -- a client that goes away mid-body ----------------------------------------------------------------
+def test_a_client_that_disconnects_mid_body_leaves_one_line_and_nothing_decided(tmp_path):
+    import logging
+    import socket
+
+    from .conftest import wait_until
+
+    class Lines(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    lines = Lines()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    try:
+        with serve_stockroom(tmp_path / "stock.sqlite3") as running:
+            uvicorn_log.addHandler(lines)  # after start-up: uvicorn configures its loggers as it starts
+            for _ in range(3):
+                with socket.create_connection(("127.0.0.1", running.port)) as sock:
+                    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\n".encode()
+                                 + b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                                 + b"Content-Length: 100000\r\n\r\n" + b'{"jsonrpc": "2.0", "method": "tools/call", ' * 10)
+            wait_until(lambda: sum("disconnected" in r.getMessage() for r in lines.records) >= 3, 15,
+                       "three disconnect lines in the server log")
+            with StockroomClient(running.url) as client:  # the server still serves, and decided nothing
+                assert client.call_tool("read_stock").structured["ledger_version"] == 1
+                assert [r["tool"] for r in client.trace()] == ["read_stock"]
+            assert running.stockroom.ledger._announced == 0
+    finally:
+        uvicorn_log.removeHandler(lines)
+    assert not any(r.exc_info for r in lines.records), [r.getMessage() for r in lines.records]
+    said = [r.getMessage() for r in lines.records if "disconnected" in r.getMessage()]
+    assert len(said) == 3 and all("POST /mcp" in line and "nothing was decided or answered" in line for line in said), said
