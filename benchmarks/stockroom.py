@@ -16,11 +16,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,6 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
+from server_child import Child
 
 from mcplab.requests import build_request
 from mcplab.stockroom import StockroomClient, serve_stockroom
@@ -83,40 +81,6 @@ def run(url: str, clients: int, calls: int) -> tuple[float, list[float], list[st
     return time.perf_counter() - began, latencies, failures
 
 
-class _Child:
-    url: str
-
-
-class _child_server:
-    """``mcplab serve stockroom --port 0`` in its own process group; output to a file; always stopped."""
-
-    def __init__(self, db: str, tmp: str) -> None:
-        self.db, self.log = db, Path(tmp) / "server.log"
-
-    def __enter__(self) -> _Child:
-        self.log_file = open(self.log, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "mcplab", "serve", "stockroom", "--port", "0", "--db", self.db],
-                                     stdout=subprocess.PIPE, stderr=self.log_file, text=True, start_new_session=True)
-        line = self.proc.stdout.readline()  # blocks until the server prints its URL (or exits)
-        if "serving" not in line:
-            self.__exit__()
-            raise SystemExit(f"the server did not start: {line}{self.log.read_text()}")
-        child = _Child()
-        child.url = line.split()[3]
-        return child
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log_file.close()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads (default 8)")
@@ -130,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="mcplab-bench-") as tmp:
         db = ":memory:" if args.db == "memory" else str(Path(tmp) / "stock.sqlite3")
-        with (_child_server(db, tmp) if args.server == "process" else serve_stockroom(db)) as srv:
-            seconds, latencies, failures = run(srv.url, args.clients, args.calls)
-            with StockroomClient(srv.url) as admin:
+        served = (Child([sys.executable, "-m", "mcplab", "serve", "stockroom", "--port", "0", "--db", db], Path(tmp) / "server.log")
+                  if args.server == "process" else serve_stockroom(db))
+        with served as srv:
+            url = srv if isinstance(srv, str) else srv.url
+            seconds, latencies, failures = run(url, args.clients, args.calls)
+            with StockroomClient(url) as admin:
                 records, problems = admin.trace(), admin.verify()
     latencies_ms = sorted(x * 1000 for x in latencies)
     read_records = sum(1 for record in records if record["tool"] == "read_stock")

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from server_child import Child
 
 from mcplab.requests import build_request
 from mcplab.stockroom import StockroomClient
@@ -54,38 +54,6 @@ def wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, flo
     sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     found["errors"] = (int(bad.group(1)) if bad else 0) + (sum(map(int, sockets.groups())) if sockets else 0)
     return found
-
-
-class Child:
-    """A server child process in its own process group; its first stdout line names the URL; always stopped."""
-
-    def __init__(self, argv: list[str], log: Path) -> None:
-        self.argv, self.log = argv, log
-
-    def cpu_seconds(self) -> float:
-        """User plus system CPU the child has used so far (Linux ``/proc``)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def __enter__(self) -> str:
-        self.log_file = open(self.log, "w")
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=self.log_file, text=True, start_new_session=True)
-        line = self.proc.stdout.readline()
-        if "serving" not in line:
-            self.__exit__()
-            raise SystemExit(f"{self.argv}: did not start: {line}{self.log.read_text()}")
-        return line.split("serving", 1)[1].split()[0]
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.proc.stdout.close()
-        self.log_file.close()
 
 
 def measure(seconds: int = 8, connections: int = 8, rounds: int = 2) -> dict[str, dict[str, float]]:

@@ -42,6 +42,16 @@ class Commits:
             self.threads.append(threading.current_thread().name)
 
 
+def checked_unit(ledger: Ledger, path, problems: list[str]):
+    """``one(index)``: run a unit on the loop; when it returns, its record must be committed (else a problem)."""
+    async def one(index: int) -> int:
+        record = await ledger.run(append(f"tool-{index}"))
+        if not seen_by_another_connection(path, record.seq):
+            problems.append(f"record {record.seq} returned before it was committed")
+        return record.seq
+    return one
+
+
 def run_async(scenario):
     return asyncio.run(asyncio.wait_for(scenario(), DEADLINE_SECONDS))
 
@@ -51,12 +61,7 @@ def test_units_are_durable_when_they_return_keep_their_order_and_share_commits(t
     ledger = Ledger(path)
     commits = Commits(ledger)
     problems: list[str] = []
-
-    async def one(index: int) -> int:
-        record = await ledger.run(append(f"tool-{index}"))
-        if not seen_by_another_connection(path, record.seq):
-            problems.append(f"record {record.seq} returned before it was committed")
-        return record.seq
+    one = checked_unit(ledger, path, problems)
 
     async def scenario() -> list[int]:
         return await asyncio.gather(*(one(index) for index in range(32)))
@@ -186,12 +191,7 @@ def test_slow_commits_run_on_the_commit_thread_and_newcomers_form_the_next_group
     ledger = Ledger(path)
     commits = Commits(ledger)
     problems: list[str] = []
-
-    async def one(index: int) -> int:
-        record = await ledger.run(append(f"tool-{index}"))
-        if not seen_by_another_connection(path, record.seq):
-            problems.append(f"record {record.seq} returned before it was committed")
-        return record.seq
+    one = checked_unit(ledger, path, problems)
 
     async def scenario() -> list[int]:
         first = asyncio.gather(*(one(index) for index in range(8)))
