@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +82,22 @@ def runner():
         return ensure_runner()
     except RegistryUnreachable as exc:
         pytest.skip(f"npm registry unreachable, cannot install {RUNNER_PACKAGE}@{RUNNER_VERSION}: {exc}")
+
+
+def spec_dir() -> Path:
+    """``$MCPLAB_SPEC_DIR``, else ``../shared/spec`` beside the checkout (as in CI), else /work/shared/spec."""
+    candidates = [os.environ.get("MCPLAB_SPEC_DIR"), Path(__file__).resolve().parents[1].parent / "shared" / "spec", "/work/shared/spec"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "mcp-2026-07-28.schema.json").is_file():
+            return Path(candidate)
+    raise RuntimeError(f"official MCP schemas not found in any of {candidates}; set MCPLAB_SPEC_DIR")
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate ``proc``, and kill it if it is still there 10 s later."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -25,7 +25,7 @@ from mcplab.live import serve_proxy
 from mcplab.live.proxy import MAX_REQUEST_BYTES
 from mcplab.serving import serve_app
 
-from .conftest import free_port, wait_until
+from .conftest import free_port, stop_process, wait_until
 
 MiB = 2**20
 
@@ -65,18 +65,13 @@ def _start_proxy(upstream: str, log: Path) -> tuple[subprocess.Popen, int]:
         except OSError:
             return False
 
-    wait_until(lambda: up() or proc.poll() is not None, 30, "mcplab proxy listening")
-    assert proc.poll() is None, log.read_text()
-    return proc, port
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+        wait_until(lambda: up() or proc.poll() is not None, 30, "mcplab proxy listening")
+        assert proc.poll() is None, log.read_text()
+    except BaseException:
+        stop_process(proc)  # never leave a proxy behind, even one that did not come up
+        raise
+    return proc, port
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -111,7 +106,7 @@ def test_eight_bodies_just_under_the_limit_are_held_once(origin_port, tmp_path):
         assert sizes == [len(body)] * 8
         peak = _status_kib(proc.pid, "VmHWM")
     finally:
-        _stop(proc)
+        stop_process(proc)
     grown_mib = (peak - baseline) / 1024
     print(f"proxy peak RSS {peak / 1024:.0f} MiB, baseline {baseline / 1024:.0f} MiB, grown {grown_mib:.0f} MiB "
           f"for 8 x {len(body) / MiB:.2f} MiB bodies")
@@ -134,7 +129,7 @@ def test_a_client_that_disconnects_mid_body_leaves_one_line(origin_port, tmp_pat
         with httpx.Client() as http:  # the proxy still serves
             assert http.post(f"http://127.0.0.1:{port}/mcp", content=b"{}").status_code == 200
     finally:
-        _stop(proc)
+        stop_process(proc)
     text = log.read_text(errors="replace")
     assert "Traceback" not in text and "Exception in ASGI application" not in text, text
     lines = [line for line in text.splitlines() if "disconnected" in line]

@@ -154,7 +154,7 @@ def test_serve_stockroom_prints_where_the_token_is_and_it_is_there(tmp_path):
     import subprocess
     import sys
 
-    from .conftest import wait_until
+    from .conftest import stop_process, wait_until
 
     db = tmp_path / "s.sqlite3"
     log = tmp_path / "serve.log"
@@ -164,8 +164,7 @@ def test_serve_stockroom_prints_where_the_token_is_and_it_is_there(tmp_path):
     try:
         wait_until(lambda: "approver token" in log.read_text() or proc.poll() is not None, 30, "the serve banner")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
     line = next(line for line in log.read_text().splitlines() if "approver token" in line)
     path = approver_token_path(db)
     assert line.endswith(str(path)) and stat.S_IMODE(os.stat(path).st_mode) == 0o600

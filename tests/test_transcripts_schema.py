@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import re
 from functools import cache
 from pathlib import Path
@@ -24,19 +23,12 @@ from jsonschema import Draft202012Validator
 
 from mcplab.cases import CASES, GENERATED_ONLY
 
+from .conftest import spec_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT / "mcplab" / "transcripts"
 
-def _spec_dir() -> Path:
-    """``$MCPLAB_SPEC_DIR``, else ``../shared/spec`` beside the checkout (as in CI), else /work/shared/spec."""
-    candidates = [os.environ.get("MCPLAB_SPEC_DIR"), ROOT.parent / "shared" / "spec", "/work/shared/spec"]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "mcp-2026-07-28.schema.json").is_file():
-            return Path(candidate)
-    raise RuntimeError(f"official MCP schemas not found in any of {candidates}; set MCPLAB_SPEC_DIR")
-
-
-SPEC_DIR = _spec_dir()
+SPEC_DIR = spec_dir()
 SCHEMA_FILES = {"modern": "mcp-2026-07-28.schema.json", "legacy": "mcp-2025-11-25.schema.json"}
 VERSIONS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
 

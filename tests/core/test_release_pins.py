@@ -370,8 +370,10 @@ def test_sample_errors(samples, message):
 
 
 def test_sample_boundaries_accepted():
-    evaluate_health([{"t": 0, "latencyMs": 0, "error": False, "saturation": 0.0},
-                     {"t": 1, "latencyMs": 0.5, "error": True, "saturation": 1.0}])
+    health = evaluate_health([{"t": 0, "latencyMs": 0, "error": False, "saturation": 0.0},
+                              {"t": 1, "latencyMs": 0.5, "error": True, "saturation": 1.0}])
+    assert health["metrics"] == {"samples": 2, "errorRate": 0.5, "latencyPercentile": 99.0, "latencyMs": 0.5,
+                                 "durationS": 1.0, "maxSaturation": 1.0}
 
 
 @pytest.mark.parametrize("baseline, message", [
@@ -411,8 +413,8 @@ def test_signing_errors_and_copies():
 def test_problem_messages_for_odd_shapes():
     assert problems([1]) == ["rollback evidence: must be an object, got list"]
     assert "health: must be an object, got str" in problems(rollback(health="ok"))
-    assert "acceptanceEvidence: only 1 of 0 transcripts passed" not in problems(
-        rollback(acceptanceEvidence={"transcriptsPassed": 1, "transcriptsTotal": 0, "digest": "cd" * 32}))
+    assert problems(rollback(acceptanceEvidence={"transcriptsPassed": 1, "transcriptsTotal": 0, "digest": "cd" * 32})) == [
+        "acceptanceEvidence.transcriptsTotal: must be a positive integer, got 0"]
 
 
 def test_the_certificate_itself_is_not_scanned_for_secrets():
