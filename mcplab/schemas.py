@@ -8,6 +8,7 @@ this judges captured evidence, never a hot path).
 
 from __future__ import annotations
 
+import heapq
 import json
 from functools import cache
 from importlib import resources
@@ -40,9 +41,9 @@ def _defs(era: str) -> dict[str, Any]:
 
 @cache
 def _validator(era: str, name: str) -> Any:
-    from jsonschema import Draft202012Validator  # lazy: only a judge of evidence needs it
+    from ._schema import jsonschema  # lazy, and without the IRI grammar: only a judge of evidence needs it
 
-    return Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": _defs(era)})
+    return jsonschema().Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": _defs(era)})
 
 
 def result_def(method: str, era: str, result: Any) -> str | None:
@@ -57,9 +58,11 @@ def schema_errors(value: Any, era: str, name: str, limit: int = 3) -> list[str]:
     if name not in _defs(era):
         raise KeyError(f"{name!r} is not a definition of the {era} schema")
     out = []
-    for error in sorted(_validator(era, name).iter_errors(value), key=lambda e: list(e.absolute_path)):
+    try:
+        found = heapq.nsmallest(limit, _validator(era, name).iter_errors(value), key=lambda e: list(e.absolute_path))
+    except RecursionError:  # a hostile answer nested deeper than the validator can follow
+        return [f"$defs/{name}: nested too deeply to check"]
+    for error in found:
         path = "/".join(str(p) for p in error.absolute_path) or "(root)"
         out.append(f"$defs/{name} at {path}: {error.message[:200]}")
-        if len(out) >= limit:
-            break
     return out

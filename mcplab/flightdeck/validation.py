@@ -13,15 +13,11 @@ predicted effects, marked ``prediction`` and never a receipt.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 from itertools import islice
-from re import _constants as _sre
-from re import _parser as _sre_parser
 from typing import Any
 
-from .._schema import jsonschema
+from .._schema import bounded, jsonschema, risky_pattern
 from ..errors import EvidenceError
 from ..evidence import canonical_json
 from ..redaction import REDACTED, is_secret_key
@@ -74,39 +70,6 @@ def bounds_blockers(arguments: Any) -> tuple[list[dict[str, Any]], int | None]:
     return [], size
 
 
-_REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT)
-
-
-def _backtracks(items: Any, in_repeat: bool) -> bool:
-    """Whether a parsed pattern nests a repeat or an alternation inside a repeat, or uses a backreference."""
-    for op, arg in items:
-        if op in _REPEATS:
-            many = arg[1] > 1
-            if (many and in_repeat) or _backtracks(arg[2], in_repeat or many):
-                return True
-        elif op is _sre.BRANCH:
-            if in_repeat or any(_backtracks(branch, in_repeat) for branch in arg[1]):
-                return True
-        elif op is _sre.SUBPATTERN:
-            if _backtracks(arg[3], in_repeat):
-                return True
-        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
-            if _backtracks(arg[1], in_repeat):
-                return True
-        elif op in (_sre.GROUPREF, _sre.GROUPREF_EXISTS, _sre.POSSESSIVE_REPEAT, _sre.ATOMIC_GROUP):
-            return True  # rare in schemas; not worth proving safe
-    return False
-
-
-@lru_cache(maxsize=256)
-def risky_pattern(pattern: str) -> bool:
-    """True for a regex that can backtrack exponentially (``^(a+)+$``): Python's ``re`` cannot be interrupted, so it is not run."""
-    try:
-        return _backtracks(_sre_parser.parse(pattern), False)
-    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
-        return False  # not a valid regex: the schema check reports it
-
-
 def _patterns(schema: Any, budget: int = 10_000) -> Iterator[tuple[str, str]]:
     """``(keyword, regex)`` for the ``pattern`` values and ``patternProperties`` keys of a schema (a bounded walk)."""
     stack = [schema]
@@ -121,18 +84,6 @@ def _patterns(schema: Any, budget: int = 10_000) -> Iterator[tuple[str, str]]:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-
-
-def _safe_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    if validator.is_type(instance, "string") and isinstance(pattern, str) and not risky_pattern(pattern):
-        if not re.search(pattern, instance):
-            yield jsonschema().ValidationError(f"{instance[:60]!r} does not match {pattern[:80]!r}")
-
-
-@lru_cache(maxsize=16)
-def _bounded(cls: Any) -> Any:
-    """``cls`` whose ``pattern`` keyword skips a pattern that can backtrack exponentially."""
-    return jsonschema().validators.extend(cls, {"pattern": _safe_pattern})
 
 
 def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
@@ -166,7 +117,7 @@ def check_arguments(schema: Any, arguments: Any) -> dict[str, Any]:
     try:
         # The registry holds only the dialects' own metaschemas and retrieves nothing: jsonschema's default would
         # fetch a remote $ref (any URL a server put in its descriptor).
-        found = _bounded(cls)(schema, registry=metaschemas).iter_errors(arguments)
+        found = bounded(cls)(schema, registry=metaschemas).iter_errors(arguments)
         errors = sorted(islice(found, MAX_SCHEMA_ERRORS), key=lambda e: list(map(str, e.absolute_path)))
     except (RecursionError, Exception) as exc:  # noqa: BLE001 - an unresolvable or self-referencing $ref: nothing is fetched
         out["blockers"].append(_blocker("descriptor_schema_unusable", "schema",

@@ -11,8 +11,11 @@ an invalid candidate is kept only when the schema rejects it. Bounded: ``MAX_DEP
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
+
+from .._schema import untrusted_validator
 
 __all__ = ["valid_arguments", "invalid_arguments", "MAX_TRIES", "MAX_DEPTH"]
 
@@ -22,28 +25,16 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def _validator(schema: dict[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator, validators  # lazy: only the live check needs it
-
-    try:
-        if "$schema" not in schema:
-            cls = Draft202012Validator  # the specification's default dialect
-        else:
-            import warnings
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # jsonschema warns about an unknown $schema
-                cls = validators.validator_for(schema, default=None)
-            if cls is None:
-                return None  # a dialect this check does not know: no guessing
-        cls.check_schema(schema)
-        return cls(schema)
-    except Exception:  # noqa: BLE001  # an unusable schema (unknown $schema, bad keyword value, too deep): no generation
-        return None
+    """The server's schema as a bounded validator (nothing fetched, no exponential regex), or None."""
+    return untrusted_validator(schema)
 
 
 def _number(schema: dict[str, Any], rng: random.Random, integer: bool) -> int | float:
     low = schema.get("minimum", schema.get("exclusiveMinimum", -5))
     high = schema.get("maximum", schema.get("exclusiveMaximum", 50))
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) or low > high:
+        low, high = 0, 10
+    if not all(isinstance(v, int) or math.isfinite(v) for v in (low, high)):  # NaN and infinities: no range
         low, high = 0, 10
     low, high = max(low, -1_000_000), min(high, 1_000_000)
     if integer:
@@ -52,7 +43,7 @@ def _number(schema: dict[str, Any], rng: random.Random, integer: bool) -> int | 
     else:
         value = round(rng.uniform(low, high), 3)
     step = schema.get("multipleOf")
-    if isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0:
+    if isinstance(step, (int, float)) and not isinstance(step, bool) and 1e-9 <= step <= 1e9:  # a usable step only
         value = type(value)(round(value / step) * step)
     return value
 

@@ -336,7 +336,8 @@ def _resource_prompt_cases(surface: Surface) -> list[LiveCase]:
         name = prompt.get("name")
         if not isinstance(name, str) or not name:
             continue
-        declared = [a for a in prompt.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
+        listed_arguments = prompt.get("arguments") if isinstance(prompt.get("arguments"), list) else []
+        declared = [a for a in listed_arguments if isinstance(a, dict) and isinstance(a.get("name"), str)]
         arguments = {a["name"]: "mcplab" for a in declared if a.get("required")}
         run.append(_build("golden-declared-method", f"prompts-get-{_slug(name)}", era, "prompts/get",
                           {"name": name, "arguments": arguments}, f"prompts/get {name} with its required arguments"))

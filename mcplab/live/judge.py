@@ -21,8 +21,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
+from .._schema import untrusted_validator
 from ..cases import CASES, RULES, enforced, spec_rules_only
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY
 from ..proxy_evidence import proxy_findings
@@ -91,10 +93,10 @@ def _after_golden(case: LiveCase, capture: Capture) -> tuple[str, str, str | Non
         if isinstance(schema, dict) and result.get("isError") is not True:
             if "structuredContent" not in result:
                 return "fail", "the tool declares an outputSchema but its result has no structuredContent", "negative-output-schema"
-            from jsonschema import Draft202012Validator, validators  # lazy: only evidence judging needs it
+            # the server's own schema: bounded (nothing fetched, no exponential regex), judged lazily
+            validator = untrusted_validator(schema, unknown_dialect_as_2020_12=True)
             try:
-                validator = validators.validator_for(schema, default=Draft202012Validator)(schema)
-                errors = [e.message[:160] for e in validator.iter_errors(result["structuredContent"])][:3]
+                errors = [e.message[:160] for e in islice(validator.iter_errors(result["structuredContent"]), 3)] if validator else []
             except Exception:  # noqa: BLE001  # an unusable outputSchema is the tools/list row's business
                 errors = []
             if errors:
@@ -161,7 +163,9 @@ def _needs_capability(case: LiveCase, capture: Capture) -> str | None:
     except Exception:  # noqa: BLE001  # a malformed error: the runner will say what is wrong
         return None
     if error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY:
-        return (f"the server requires client capabilities {sorted((error.get('data') or {}).get('requiredCapabilities') or {})} "
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        required = data.get("requiredCapabilities")
+        return (f"the server requires client capabilities {sorted(map(str, required)) if isinstance(required, (dict, list)) else []} "
                 "that this check does not declare (it answered -32021, as it must)")
     return (f"the server refused the generated request with JSON-RPC error {error.get('code')} "
             f"({str(error.get('message'))[:120]}): a valid refusal, no verdict on these values")
