@@ -283,3 +283,30 @@ def test_through_the_server_no_answer_leaves_before_its_record_is_durable(tmp_pa
         assert running.stockroom.verify() == []
     assert problems == []
     assert answered == 200
+
+
+def test_two_servers_sharing_one_stockroom_answer_every_call(tmp_path):
+    """Two event loops on one ledger: the second loop's calls take a thread; none fails, none is lost."""
+    from mcplab.stockroom import Stockroom
+
+    room = Stockroom(tmp_path / "stock.sqlite3")
+    body, headers = build_request("tools/call", {"name": "read_stock", "arguments": {}}, id=1, capabilities={})
+    problems: list[str] = []
+    with serve_stockroom(room) as first, serve_stockroom(room) as second:
+        def client(url: str) -> None:
+            with httpx.Client(timeout=DEADLINE_SECONDS) as http:
+                for _ in range(40):
+                    answer = http.post(url, json=body, headers=dict(headers))
+                    if answer.status_code != 200 or "error" in answer.json():
+                        problems.append(f"{answer.status_code}: {answer.text[:200]}")
+
+        threads = [threading.Thread(target=client, args=(url,)) for url in (first.url, second.url) * 4]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(DEADLINE_SECONDS * 4)
+        assert not any(thread.is_alive() for thread in threads)
+    assert problems == []
+    assert len(room.trace()) == 320 and room.verify() == []
+    assert room.ledger._announced == 0
+    room.close()

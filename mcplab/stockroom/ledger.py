@@ -96,6 +96,7 @@ class Ledger:
         self._commit_seconds = 0.0  # how long a COMMIT takes (moving average): on the loop, or on the thread
         self._committer: ThreadPoolExecutor | None = None  # the thread that runs the loop's COMMITs
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the event loop whose calls run inline (see run)
         if self.path != MEMORY:
             if Path(self.path).is_dir():
                 raise LedgerError(f"{self.path}: is a directory, expected a database file")
@@ -189,10 +190,20 @@ class Ledger:
         ``COMMIT`` (at most :data:`MAX_GROUP_WAIT_SECONDS`), so under load one fsync serves them all,
         while a lone call commits at once. ``run(work, announced=...)`` or
         :meth:`Announcement.withdraw` (a request that ends without a unit) ends the announcement.
-        Call from the event loop's thread only.
+        Call from the event loop's thread; on another loop than the ledger's own (two servers sharing
+        one ledger) the announcement counts for nothing, as that loop's calls go to a thread.
         """
+        if not self._owns(asyncio.get_running_loop()):
+            return Announcement(self, counted=False)
         self._announced += 1
         return Announcement(self)
+
+    def _owns(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether ``loop`` runs this ledger's units itself: the first loop to ask does (or the next, once it closed)."""
+        with self._waiting_lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = loop
+            return self._loop is loop
 
     async def run(self, work: Callable[[LedgerTx], T], *, announced: Announcement | None = None) -> T:
         """``work(tx)`` as one unit of work from an asyncio event loop; durable when this returns.
@@ -209,6 +220,10 @@ class Ledger:
         loop never waits on a lock.
         """
         loop = asyncio.get_running_loop()
+        if not self._owns(loop):  # another loop has the connection's fast path: this one's calls take a thread
+            if announced is not None:
+                announced.withdraw()
+            return await self._run_on_thread(work)
         try:
             while self._closing is not None:  # a COMMIT in flight: its group is closed, so join the next one
                 await asyncio.wait([self._closing])
@@ -266,15 +281,14 @@ class Ledger:
         if group is None or group.committed is not None:
             return
         group.committed = loop.create_future()
-        group.loop = loop
         group.timer = loop.call_later(MAX_GROUP_WAIT_SECONDS, self._start_commit, group)
         loop.call_soon(self._after_io, group, _SETTLE_HOPS)
 
     def _after_io(self, group: _Group, hops: int) -> None:
         """One loop pass later (``hops`` times): each pass polls the sockets and starts the requests found."""
-        assert group.loop is not None
+        assert group.committed is not None
         if hops:
-            group.loop.call_soon(self._after_io, group, hops - 1)
+            group.committed.get_loop().call_soon(self._after_io, group, hops - 1)
             return
         group.settled = True
         if not self._announced:
@@ -282,8 +296,8 @@ class Ledger:
 
     def _last_announcement_ended(self) -> None:
         group = self._group
-        if group is not None and group.settled and group.loop is not None:
-            group.loop.call_soon(self._start_commit, group)
+        if group is not None and group.settled and group.committed is not None:
+            group.committed.get_loop().call_soon(self._start_commit, group)
 
     def _start_commit(self, group: _Group) -> None:
         """Close ``group`` to newcomers and COMMIT it: here on the loop when commits are fast, else on the commit thread."""
@@ -293,15 +307,17 @@ class Ledger:
         if group.timer is not None:
             group.timer.cancel()
             group.timer = None
-        done, loop = group.committed, group.loop
-        assert done is not None and loop is not None
+        done = group.committed
+        assert done is not None
+        loop = done.get_loop()
         fast = self.path == MEMORY or self._commit_seconds < INLINE_COMMIT_SECONDS
         if fast and self._lock.acquire(blocking=False):
             try:
                 self._commit_if_open(group)
             finally:
                 self._lock.release()
-            done.set_result(None)
+                if not done.done():  # the units wait on it whatever happened: a failed COMMIT is in group.error
+                    done.set_result(None)
             return
         if self._committer is None:
             self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcplab-ledger-commit")
@@ -315,7 +331,9 @@ class Ledger:
         def finished(future: asyncio.Future[None]) -> None:
             if self._closing is done:
                 self._closing = None
-            error = future.exception()
+            error = None if future.cancelled() else future.exception()
+            if done.done():
+                return
             if error is not None:
                 done.set_exception(error)
             else:
@@ -445,14 +463,13 @@ class _Group:
     COMMIT has begun (newcomers form the next group).
     """
 
-    __slots__ = ("committed", "durable", "error", "loop", "settled", "size", "started", "timer")
+    __slots__ = ("committed", "durable", "error", "settled", "size", "started", "timer")
 
     def __init__(self) -> None:
         self.durable = threading.Event()
         self.error: str | None = None
         self.size = 0
         self.committed: asyncio.Future[None] | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.started = False
         self.settled = False
@@ -463,9 +480,9 @@ class Announcement:
 
     __slots__ = ("_ledger", "open")
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, *, counted: bool = True) -> None:
         self._ledger = ledger
-        self.open = True
+        self.open = counted
 
     def withdraw(self) -> None:
         """End the announcement (again is harmless); the last one to end lets a waiting group commit."""
