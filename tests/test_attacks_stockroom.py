@@ -207,3 +207,16 @@ def test_a_client_that_disconnects_mid_body_leaves_one_line_and_nothing_decided(
     assert not any(r.exc_info for r in lines.records), [r.getMessage() for r in lines.records]
     said = [r.getMessage() for r in lines.records if "disconnected" in r.getMessage()]
     assert len(said) == 3 and all("POST /mcp" in line and "nothing was decided or answered" in line for line in said), said
+
+
+def test_an_unusable_token_file_is_a_one_line_503_not_a_traceback(tmp_path):
+    db = tmp_path / "stock.sqlite3"
+    token = approver_token_path(db)
+    token.write_text("x" * 64)
+    token.chmod(0o644)  # readable by others: never trusted
+    with serve_stockroom(db) as running:
+        route = f"{running.base_url}/stockroom/approvals/AP-1"
+        assert httpx.post(route, json={"action": "accept"}).status_code == 403  # no token presented: nothing to compare
+        answer = httpx.post(route, json={"action": "accept"}, headers={"Authorization": "Bearer " + "x" * 64})
+        assert answer.status_code == 503, answer.text
+        assert "readable by others" in answer.json()["error"] and str(token) in answer.json()["error"]

@@ -36,6 +36,7 @@ from .. import __version__
 from ..bounded import BodyTooLarge, read_body
 from ..request_guard import RequestOrderGuard, note_mid_body_disconnect
 from ..serving import ServeError, is_loopback, serve_app, spans_only_when_recorded, transport_security, wire_dump
+from .approver import ApproverTokenError
 from .catalog import STREAM_TOOL
 from .ledger import MEMORY, Ledger
 from .outcome import ToolOutcome
@@ -198,7 +199,11 @@ def _admin_routes(stockroom: Stockroom, security: TransportSecuritySettings | No
 
     async def decide(request: Request) -> JSONResponse:
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not stockroom.is_approver_token(presented.strip()):
+        try:
+            known = scheme.lower() == "bearer" and stockroom.is_approver_token(presented.strip())
+        except ApproverTokenError as exc:  # the token file is unusable (mode, owner, folder): say so, no traceback
+            return JSONResponse({"error": str(exc)}, status_code=503)
+        if not known:
             return JSONResponse({"error": "a person's answer needs the approver token (Authorization: Bearer ...)"},
                                 status_code=403)
         body = await _json_object(request)
