@@ -1,4 +1,4 @@
-"""Redaction figures: how long the text rules (rules version 3) take on large and hostile strings.
+"""Redaction figures: how long the text rules (rules version 4) take on large and hostile strings.
 
     python benchmarks/redaction_scan.py [--mib 16]
 

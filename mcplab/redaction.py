@@ -147,6 +147,9 @@ _AUTH_CREDENTIAL = re.compile(r"(?P<lead>\b(?P<scheme>[Bb]earer|BEARER|[Bb]asic|
 #: ``key: `` / ``key=`` with the key quoted or not (JSON, a Python repr, a query, a header line in a
 #: message). The key decides (is_secret_key); only a secret key's value is read (:data:`_PAIR_VALUE`).
 _KEY_SEP = re.compile(r"""(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)\s{0,8}[:=]\s{0,8}""")
+#: How far before its separator a pair can start: a quote, 64 key characters, a quote, 8 spaces.
+_KEY_REACH = 1 + 64 + 1 + 8
+_SEPARATOR = re.compile(r"[:=]")
 #: The value after a secret key: quoted (bounded), or up to a delimiter. A quote that never closes (a
 #: truncated log line: ``password="hunter2``) runs to the end of the line.
 _PAIR_VALUE = re.compile(r"""\[REDACTED\]|"(?:[^"\\\n]|\\.){0,4096}"|'(?:[^'\\\n]|\\.){0,4096}'"""
@@ -344,11 +347,21 @@ def _redact_pairs(text: str) -> str:
 
     The scan reads keys, and a value only after a secret key, then goes on after that value; after
     any other key it goes on at once, so ``login failed: password=x`` finds ``password=x`` although
-    ``failed:`` came first (rules version 4). Each character is read a bounded number of times.
+    ``failed:`` came first (rules version 4). The scan starts from each separator and looks back at
+    most :data:`_KEY_REACH` characters, so a long run without one is read once.
     """
     out: list[str] = []
     pos = 0
-    while (pair := _KEY_SEP.search(text, pos)) is not None:
+    for separator in _SEPARATOR.finditer(text):
+        at = separator.start()
+        if at < pos:
+            continue  # inside a value already redacted
+        # a pair ends at a separator: its key (quotes and spaces included) starts at most _KEY_REACH before it
+        pair = _KEY_SEP.search(text, max(pos, at - _KEY_REACH), at + 9)
+        if pair is None:
+            continue
+        pair = _KEY_SEP.match(text, pair.start())  # again without the window's end: all the spaces after the separator
+        assert pair is not None
         value = _PAIR_VALUE.match(text, pair.end()) if is_secret_key(pair.group("key")) else None
         found = value.group(0) if value is not None else ""
         if not found or found.strip("\"'") in ("", REDACTED) or found.lower() in _NOT_A_VALUE:

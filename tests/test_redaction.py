@@ -377,3 +377,9 @@ def test_redact_urls_in_stays_linear_on_text_with_many_word_boundaries():
 ])
 def test_pairs_after_other_keys_and_unclosed_quotes(text, redacted):
     assert redact({"m": text}) == {"m": redacted}
+
+
+def test_the_pair_scan_reads_a_long_run_without_separators_once():
+    """Same answer as a scan from every position (pinned by the cases above); here the shape that was slow."""
+    long = "token: " + "QUJD" * 50_000 + " and key:" + "x" * 50_000
+    assert redact({"m": long}) == {"m": "token: [REDACTED] and key:" + "x" * 50_000}

@@ -1,4 +1,4 @@
-"""Pins of the text rules of redaction v3 (issue 15 item 9): auth credentials in prose, private key blocks, ``key=value``.
+"""Pins of the text rules of redaction v3 and v4 (issue 15 item 9, issue 18): auth credentials in prose, private key blocks, ``key=value``.
 
 Each case is the exact output of :func:`mcplab.redaction.redact` on one string: what is replaced, what is kept.
 """
