@@ -60,6 +60,7 @@ def _copy_of_the_repository(tmp_path: Path) -> Path:
     (copy / "graders" / "source" / "lab_x").mkdir(parents=True)
     (copy / "graders" / "source" / "lab_x" / "lab_x.ipynb").write_text("### BEGIN SOLUTION")
     (copy / "tests" / "course" / "submissions").mkdir(parents=True)
+    (copy / ".git" / "objects").mkdir(parents=True)  # the history holds the answer key too
     return copy
 
 
@@ -71,7 +72,7 @@ def test_post_build_hides_the_instructor_panels_and_drops_the_answer_key(tmp_pat
     out = subprocess.run(["bash", str(repo / "binder" / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL, cwd=repo)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert not (repo / "graders").exists() and not (repo / "tests").exists()
+    assert not (repo / "graders").exists() and not (repo / "tests").exists() and not (repo / ".git").exists()
     assert (repo / "labs").is_dir() and (repo / "binder").is_dir()
     disabled = json.loads((tmp_path / ".jupyter" / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
     assert disabled == {f"@jupyter/nbgrader:{p}": True for p in ("formgrader", "create-assignment", "course-list", "assignment-list")}
@@ -84,7 +85,7 @@ def test_post_build_deletes_nothing_outside_binders_own_copy(tmp_path):
     env.pop("REPO_DIR", None)
     out = subprocess.run(["bash", str(repo / "binder" / "postBuild")], env=env, capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL, cwd=repo)
-    assert out.returncode == 0 and (repo / "graders").is_dir()  # a developer running it by hand loses nothing
+    assert out.returncode == 0 and (repo / "graders").is_dir() and (repo / ".git").is_dir()  # a developer running it by hand loses nothing
 
 
 def test_students_are_not_sent_to_the_answer_key():
