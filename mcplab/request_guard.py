@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from .errors import ProtocolViolation
 from .headers import PROTOCOL_VERSION_HEADER
@@ -131,7 +131,10 @@ class RequestOrderGuard:
         async def replay() -> Message:
             return pending.pop(0) if pending else await receive()
 
-        await self.app(scope, replay, send)
+        try:
+            await self.app(scope, replay, send)
+        except ClientDisconnect:  # a body too large to read first, cut off: nobody is left to answer
+            note_mid_body_disconnect(scope)
 
 
 def note_mid_body_disconnect(scope: Scope) -> None:

@@ -220,3 +220,27 @@ def test_an_unusable_token_file_is_a_one_line_503_not_a_traceback(tmp_path):
         answer = httpx.post(route, json={"action": "accept"}, headers={"Authorization": "Bearer " + "x" * 64})
         assert answer.status_code == 503, answer.text
         assert "readable by others" in answer.json()["error"] and str(token) in answer.json()["error"]
+
+
+def test_a_large_body_cut_off_mid_way_leaves_one_line_too():
+    """Over the guard's 1 MiB the SDK reads the body itself; the cut still ends in one line, not a traceback."""
+    import logging
+    import socket
+
+    from .conftest import wait_until
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    try:
+        with serve_stockroom() as running:
+            uvicorn_log.addHandler(handler)
+            with socket.create_connection(("127.0.0.1", running.port)) as sock:
+                sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\nContent-Type: application/json\r\n".encode()
+                             + b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                             + b'Content-Length: 3000000\r\n\r\n{"jsonrpc": "2.0", "method": "tools/call", "x": "' + b"a" * 1_200_000)
+            wait_until(lambda: any("disconnected" in r.getMessage() for r in records), 15, "the disconnect line")
+    finally:
+        uvicorn_log.removeHandler(handler)
+    assert not any(r.exc_info for r in records), [r.getMessage() for r in records]

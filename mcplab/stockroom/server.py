@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..bounded import BodyTooLarge, read_body
-from ..request_guard import RequestOrderGuard, note_mid_body_disconnect
+from ..request_guard import RequestOrderGuard
 from ..serving import ServeError, is_loopback, serve_app, spans_only_when_recorded, transport_security, wire_dump
 from .approver import ApproverTokenError
 from .catalog import STREAM_TOOL
@@ -251,8 +251,7 @@ class _McpFront:
     body (once fully received) mentions ``tools/call`` is announced to the ledger
     (:meth:`~mcplab.stockroom.ledger.Ledger.announce`) until its unit of work runs or the request
     ends, so a group commit waits for calls already received instead of committing without them.
-    A body that only looks like a call costs nothing but that wait, which is bounded. A client that
-    disconnects before its body ends leaves one log line, not a traceback.
+    A body that only looks like a call costs nothing but that wait, which is bounded.
     """
 
     def __init__(self, app: Any, ledger: Ledger) -> None:
@@ -284,8 +283,6 @@ class _McpFront:
 
         try:
             await self.app(scope, receive_and_announce, send)
-        except ClientDisconnect:  # a body too large for the guard to read first never ended: nobody is left to answer
-            note_mid_body_disconnect(scope)
         finally:
             announced = scope.get(_ANNOUNCED)
             if announced is not None:
