@@ -260,9 +260,12 @@ def _read_only(tool: Mapping[str, Any]) -> bool:
 def _tool_cases(surface: Surface, call_tools: str, seed: int) -> tuple[list[LiveCase], list[LiveCase]]:
     """Calls of the listed tools: (cases run, cases not applicable with their reason)."""
     era, run, skipped = surface.era, [], []
-    callable_tools = [t for t in surface.listed("tools") if isinstance(t.get("name"), str) and t["name"]
-                      and (call_tools == "all" or _read_only(t))]
-    not_called = [t for t in surface.listed("tools") if t not in callable_tools and isinstance(t.get("name"), str)]
+    callable_tools, not_called = [], []  # one pass: comparing every tool with every other was quadratic
+    for t in surface.listed("tools"):
+        if isinstance(t.get("name"), str) and t["name"] and (call_tools == "all" or _read_only(t)):
+            callable_tools.append(t)
+        elif isinstance(t.get("name"), str):
+            not_called.append(t)
     for tool in not_called[:MAX_TOOLS]:
         template = _template("golden-modern-call", f"gen-{_slug(tool['name'])}", era, {}, [], f"tools/call {tool['name']}")
         skipped.append(LiveCase(template, applies=False,
@@ -298,8 +301,8 @@ def _tool_cases(surface: Surface, call_tools: str, seed: int) -> tuple[list[Live
             run.append(_build("golden-sse-stream", f"gen-{slug}", era, "tools/call", params,
                               f"tools/call {name} with a progress token (a streamed answer is judged; JSON is not applicable)",
                               stream=True))
-    unknown = "mcplab-no-such-tool"
-    while any(t.get("name") == unknown for t in surface.listed("tools")):
+    unknown, names = "mcplab-no-such-tool", {t.get("name") for t in surface.listed("tools") if isinstance(t.get("name"), str)}
+    while unknown in names:
         unknown += "-x"
     if _advertised(surface.capabilities, "tools"):
         body, _ = build_request("tools/call", {"name": unknown, "arguments": {}}, era=era, client_info=_client_info(era))
