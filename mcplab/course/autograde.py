@@ -13,6 +13,7 @@ The cache is a folder inside the course (never visible to a sandbox) and is remo
 from __future__ import annotations
 
 import json
+import queue
 import shutil
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from .release import CONFIG_NAME, CourseError, nbgrader
-from .sandbox import Execution, Limits, SandboxUnavailable, run_notebook, sandbox_problem
+from .sandbox import Execution, SandboxUnavailable, run_notebook, sandbox_problem
 
 __all__ = ["AutogradeResult", "GradedRow", "autograde", "prepare_submission", "submissions_of"]
 
@@ -106,6 +107,8 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
     from .grading import SealedExecute, execution_key, pending_marker
 
     say = progress or (lambda _msg: None)
+    if students is not None and len(students) != 1:  # nbgrader --force would regrade everyone else too
+        raise CourseError(f"autograde grades one student or all of them, not {len(students)} named ones")
     course_dir = Path(course_dir).resolve()
     if not (course_dir / CONFIG_NAME).is_file():
         raise CourseError(f"{course_dir}: no {CONFIG_NAME}: expected an nbgrader course folder such as graders/ (or pass --course DIR)")
@@ -120,9 +123,9 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
         raise CourseError(f"{course_dir / 'submitted'}: no submissions of {lab} (expected submitted/<student>/{lab}/{lab}.ipynb)")
     config = _config(course_dir)
     execute = SealedExecute(config=config)
-    cell_timeout = float(int(round(timeout))) if timeout else float(execute.timeout or 30)
-    limits = Limits(cell_timeout=cell_timeout, wall=execute.wall_limit,
-                    memory_bytes=execute.memory_limit, processes=execute.process_limit)
+    if timeout:
+        execute.timeout = max(1, round(timeout))  # whole seconds, the same for these runs and for nbgrader's
+    limits = execute.limits()
     result = AutogradeResult(lab, sealed=sealed, jobs=jobs)
     cache_root = course_dir / ".mcplab-cache"
     cache_root.mkdir(mode=0o700, exist_ok=True)
@@ -135,12 +138,16 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
             marker.touch()
         args = ["autograde", lab, "--force", f"--SealedExecute.cache_dir={cache}", f"--SealedExecute.sealed={sealed}"]
         if timeout:
-            args.append(f"--Execute.timeout={int(round(timeout))}")
+            args.append(f"--Execute.timeout={execute.timeout}")
         if students is not None:
-            args += ["--student", students[0]] if len(students) == 1 else []
+            args += ["--student", students[0]]
+        free_slots: queue.SimpleQueue[int] = queue.SimpleQueue()  # a slot (and its sandbox uid) is never shared by two runs
+        for slot in range(max(1, jobs)):
+            free_slots.put(slot)
 
-        def run(student: str, slot: int) -> Execution | None:
+        def run(student: str) -> Execution | None:
             """Prepare and run one submission; its result lands in the cache, then its marker goes."""
+            slot = free_slots.get()
             try:
                 try:
                     text = prepare_submission(course_dir, lab, student, found[student], config)
@@ -149,10 +156,12 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
                     return None
                 execution = run_notebook(text, limits=limits, sealed=sealed, slot=slot, course_root=course_dir)
                 ready = cache / f"{execution_key(text, limits, sealed)}.json"
-                ready.with_suffix(".tmp").write_text(json.dumps(execution.to_json()), encoding="utf-8")
-                ready.with_suffix(".tmp").replace(ready)
+                partial = ready.with_suffix(f".{slot}.tmp")  # two runs of the same notebook never share a temporary file
+                partial.write_text(json.dumps(execution.to_json()), encoding="utf-8")
+                partial.replace(ready)
                 return execution
             finally:
+                free_slots.put(slot)
                 markers[student].unlink(missing_ok=True)
 
         started = time.monotonic()
@@ -162,7 +171,7 @@ def autograde(course_dir: Path, lab: str, *, jobs: int = 1, sealed: bool = True,
         graded = grading.submit(nbgrader, course_dir, *args)
         try:
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-                futures = {pool.submit(run, student, i % max(1, jobs)): student for i, student in enumerate(sorted(found))}
+                futures = {pool.submit(run, student): student for student in sorted(found)}
                 for done, future in enumerate(as_completed(futures), start=1):
                     student = futures[future]
                     execution = future.result()

@@ -104,7 +104,7 @@ def _cmd_autograde(args: argparse.Namespace) -> int:
     from ..clitools import table
 
     autograde = _load("autograde")
-    if args.lab not in LABS and not (Path(args.course) / "source" / args.lab).is_dir():
+    if args.lab not in LABS and not (Path(args.course) / "source" / args.lab / f"{args.lab}.ipynb").is_file():
         raise MCPLabError(f"unknown lab {args.lab!r}: expected one of {', '.join(LABS)} (or a lab in {args.course}/source)")
     if args.jobs < 1:
         raise MCPLabError(f"--jobs {args.jobs}: expected a whole number of sandboxes above 0")
@@ -119,9 +119,9 @@ def _cmd_autograde(args: argparse.Namespace) -> int:
     rows = [[r.student, f"{r.score:g}/{r.max_score:g}", "-" if r.seconds is None else f"{r.seconds:.1f}", r.note] for r in result.rows]
     print(table(rows, ["STUDENT", "AUTOGRADED", "SECONDS", "NOTE"]))
     runs = len([r for r in result.rows if r.seconds is not None])
-    print(f"{len(result.rows)} submission(s) of {args.lab} graded {'sealed' if result.sealed else 'UNSEALED'}: ran in "
-          f"{result.execute_seconds:.1f} s with {result.jobs} job(s), nbgrader graded in {result.grade_seconds:.1f} s"
-          + (f" ({(result.execute_seconds + result.grade_seconds) / max(1, runs):.2f} s per submission)" if runs else ""))
+    print(f"{len(result.rows)} submission(s) of {args.lab} graded {'sealed' if result.sealed else 'UNSEALED'}: all ran after "
+          f"{result.execute_seconds:.1f} s with {result.jobs} job(s), all graded after {result.grade_seconds:.1f} s"
+          + (f" ({result.grade_seconds / max(1, runs):.2f} s per submission)" if runs else ""))
     return 0
 
 

@@ -15,6 +15,9 @@ from .conftest import GRADERS
     (["course", "rehearse", "--course", "/nonexistent/course"], "/nonexistent/course: no nbgrader_config.py"),
     (["course", "rehearse", "--jobs", "0"], "--jobs 0: expected a whole number of sandboxes above 0"),
     (["course", "autograde", "lab_z"], "unknown lab 'lab_z'"),
+    (["course", "autograde", ""], "unknown lab ''"),
+    (["course", "autograde", "."], "unknown lab '.'"),
+    (["course", "autograde", ".."], "unknown lab '..'"),
     (["course", "autograde", "lab_a_era_boundary", "--jobs", "0"], "--jobs 0: expected a whole number"),
     (["course", "autograde", "lab_a_era_boundary", "--timeout", "nan"], "'nan': expected a number of seconds above 0"),
     (["course", "autograde", "lab_a_era_boundary", "--timeout", "-1"], "--timeout -1: expected seconds per cell above 0"),
@@ -70,3 +73,12 @@ def test_autograde_student_is_a_name_never_a_path_or_pattern(student, tmp_path, 
 def test_autograde_refuses_an_empty_student(capsys):
     assert main(["course", "autograde", "lab_a_era_boundary", "--student", " "]) == 2
     assert "--student '': expected a student id" in capsys.readouterr().err
+
+
+def test_autograde_grades_one_named_student_or_all(tmp_path):
+    from mcplab.course.autograde import autograde
+    from mcplab.course.release import CourseError
+
+    for students in (["alice", "bob"], []):  # nbgrader --force would regrade every other student too
+        with pytest.raises(CourseError, match="one student or all of them"):
+            autograde(tmp_path, "lab_a_era_boundary", students=students)
