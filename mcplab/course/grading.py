@@ -38,7 +38,7 @@ from traitlets import Bool, Float, Integer, Unicode
 
 from .checks import CheckError, collect
 from .hidden import hidden_line_numbers, secret_lines
-from .judge import defines, judge
+from .judge import defines, judge, reached_code
 from .probe import MIME
 from .release import CourseError
 from .sandbox import Execution, Limits, run_notebook
@@ -311,9 +311,12 @@ class JudgeChecks(NbGraderPreprocessor):
             rules = [(f.answer_id, answers.get(f.answer_id, "")) for f in checks.forbidden]
             if checks.forbidden:  # and wherever else the student defined the exercise's functions (a copied or unmarked cell)
                 functions = {call.fn for call in checks.calls}
-                rules += [(f"cell {i + 1}", c.source) for i, c in enumerate(nb.cells)
-                          if c.cell_type == "code" and i not in graded and defines(c.source, functions)
+                others = [(f"cell {i + 1}", c.source) for i, c in enumerate(nb.cells)
+                          if c.cell_type == "code" and i not in graded
                           and c.source != answers.get(c.metadata.get("nbgrader", {}).get("grade_id"))]
+                rules += [(label, source) for label, source in others if defines(source, functions)]
+                # and the helpers the answers reach through names (a def in another cell that calls the forbidden one)
+                rules += reached_code(others, [answers.get(f.answer_id, "") for f in checks.forbidden], functions)
             verdict = judge(checks, _results(grade_id, probes.get(grade_id)), rules)
             shown = []
             for output in cell.get("outputs", []):

@@ -84,6 +84,75 @@ def defines(source: str, names: set[str]) -> bool:
     return False
 
 
+def _loaded(node: ast.AST) -> set[str]:
+    """The names ``node`` reads and does not bind itself (parameters and locals are not the notebook's)."""
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+        elif isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)):
+            bound.add(inner.id)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(inner.name)
+        elif isinstance(inner, ast.alias):
+            bound.add(inner.asname or inner.name.split(".")[0])
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _binds(node: ast.AST, names: set[str]) -> bool:
+    """Whether ``node`` (a statement that is not an import) binds one of ``names`` anywhere inside it."""
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner.name in names:
+            return True
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) and inner.id in names:
+            return True
+        if isinstance(inner, ast.alias) and (inner.asname or inner.name.split(".")[0]) in names:
+            return True
+    return False
+
+
+def reached_code(cells: list[tuple[str, str]], answers: list[str], functions: set[str]) -> list[tuple[str, str]]:
+    """What of ``cells`` (label, source) the ``answers`` reach through names, as (label, code) to check.
+
+    Start from the exercise ``functions`` and every name the answers load; take each top-level
+    statement of a cell that binds one of them (a helper ``def``, an assignment, a statement that
+    hides a definition inside it), then the names those load, until nothing new is reached. Of an
+    import only the reached names count: the lab's own setup cell imports many names, and an
+    answer that uses ``json`` does not make its other imports the student's.
+    """
+    parsed = [(label, tree.body) for label, source in cells if (tree := _tree(source)) is not None]
+    names = set(functions).union(*(_loaded(tree) for a in answers if (tree := _tree(a)) is not None))
+    taken: dict[tuple[int, int], tuple[str, str]] = {}  # (cell, statement) -> (label, code)
+    grew = True
+    while grew:
+        grew = False
+        for position, (label, body) in enumerate(parsed):
+            for index, stmt in enumerate(body):
+                if (position, index) in taken:
+                    continue
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    reached = [a for a in stmt.names if (a.asname or a.name.split(".")[0]) in names]
+                    if not reached:
+                        continue
+                    stmt = type(stmt)(**{**{f: getattr(stmt, f) for f in stmt._fields}, "names": reached})
+                elif not _binds(stmt, names):
+                    continue
+                taken[(position, index)] = (label, ast.unparse(stmt))
+                grew = grew or bool(_loaded(stmt) - names)
+                names |= _loaded(stmt)
+    out: dict[str, list[str]] = {}
+    for _where, (label, code) in sorted(taken.items()):
+        out.setdefault(label, []).append(code)
+    return [(label, "\n".join(codes)) for label, codes in out.items()]
+
+
+def _tree(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(_python_text(source))
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _check_forbidden(rule: Forbidden, sources: list[tuple[str, str]]) -> str | None:
     for label, source in sources:
         found = forbidden_names(source, rule.names)

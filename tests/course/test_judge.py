@@ -115,3 +115,18 @@ def test_cells_that_define_the_exercise_function_are_found(source, names, found)
     from mcplab.course.judge import defines
 
     assert defines(source, names) is found
+
+
+def test_the_code_an_answer_reaches_through_names_is_checked_and_only_that():
+    from mcplab.course.judge import reached_code
+
+    cells = [("cell 5", "import json\nfrom mcplab import (CASES, select_era)\n"),
+             ("cell 9", "def _decide(*a):\n    return select_era(*a)\n"),
+             ("cell 10", "if True:\n    def _other(x):\n        return _decide(x)\n"),
+             ("cell 11", "print(select_era)  # reached by nothing")]
+    cheat = "def may_use_legacy(m, l, o, e):\n    return _other(o)['era'] == 'legacy'"
+    reached = dict(reached_code(cells, [cheat], {"may_use_legacy"}))
+    assert set(reached) == {"cell 5", "cell 9", "cell 10"} and "select_era" in reached["cell 9"]
+    honest = "def may_use_legacy(m, l, o, e):\n    return json.dumps(CASES) == ''"
+    assert reached_code(cells, [honest], {"may_use_legacy"}) == [("cell 5", "import json\nfrom mcplab import CASES")]
+    assert reached_code([("cell 1", "def (")], [honest], {"may_use_legacy"}) == []  # not Python: nothing reached
