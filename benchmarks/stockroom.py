@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             url = srv if isinstance(srv, str) else srv.url
             seconds, latencies, failures = run(url, args.clients, args.calls)
             with StockroomClient(url) as admin:
-                records, problems = admin.trace(), admin.verify()
+                records, problems = admin.audit()  # one read: the trace and its verification together
     latencies_ms = sorted(x * 1000 for x in latencies)
     read_records = sum(1 for record in records if record["tool"] == "read_stock")
     print(f"stockroom read_stock: {args.calls} calls, {args.clients} clients, db={args.db}, server={args.server} "
