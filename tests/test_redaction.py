@@ -374,6 +374,8 @@ def test_redact_urls_in_stays_linear_on_text_with_many_word_boundaries():
     ('pwd="hunter2 Zq9" tail', 'pwd="[REDACTED]" tail'),  # a closed quote keeps both quotes
     ('cut off: pwd="hunter2 Zq9', 'cut off: pwd="[REDACTED]'),  # one that never closes: to the line's end, no closing quote
     ("token='hunter2\nnext line kept", "token='[REDACTED]\nnext line kept"),
+    ("::: password=hunter2-Zq9", "::: password=[REDACTED]"),  # separators with no key before them are passed over
+    ("token=ab:cd then password=hunter2-Zq9", "token=[REDACTED] then password=[REDACTED]"),  # and the ones inside a value
 ])
 def test_pairs_after_other_keys_and_unclosed_quotes(text, redacted):
     assert redact({"m": text}) == {"m": redacted}
